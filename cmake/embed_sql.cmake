@@ -1,0 +1,10 @@
+# Turns sql/*.sql into a C++ source that lists every migration by file name, in order.
+set(body "// Generated from sql/*.sql by cmake/embed_sql.cmake. Do not edit.\n#include \"store/migrations.h\"\nnamespace tw::store {\nconst std::vector<EmbeddedSql>& EmbeddedMigrations() {\n  static const std::vector<EmbeddedSql> files = {\n")
+foreach(f IN LISTS FILES)
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} text)
+  string(APPEND body "    {\"${name}\", R\"tw_sql(${text})tw_sql\"},\n")
+endforeach()
+string(APPEND body "  };\n  return files;\n}\n}  // namespace tw::store\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,54 @@
+#include "cli/cli.h"
+
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace tw::cli {
+namespace {
+
+constexpr const char* kHelp = R"(trainwatch: a training-run doctor for TensorBoard and W&B logdirs.
+
+usage: trainwatch COMMAND [options]
+
+commands:
+  ingest   read logdirs into a SQLite store once and exit
+  query    run SQL against a store (read-only) and print table, CSV or JSON
+  runs     list the runs in a store
+  help     this text
+
+`trainwatch COMMAND --help` explains each command.
+)";
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  try {
+    if (argc < 2) {
+      std::cerr << kHelp;
+      return 2;
+    }
+    const std::string cmd = argv[1];
+    const Args rest(argv + 2, argv + argc);
+    if (cmd == "ingest") return CmdIngest(rest);
+    if (cmd == "query") return CmdQuery(rest);
+    if (cmd == "runs") return CmdRuns(rest);
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      std::cout << kHelp;
+      return 0;
+    }
+    if (cmd == "--version") {
+      std::cout << "trainwatch 0.1.0\n";
+      return 0;
+    }
+    std::cerr << "trainwatch: unknown command '" << cmd << "'\n\n" << kHelp;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "trainwatch: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace tw::cli

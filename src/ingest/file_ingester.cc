@@ -1,0 +1,379 @@
+#include "ingest/file_ingester.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "tfrecord/reader.h"
+
+namespace tw::ingest {
+
+using decode::Kind;
+
+void Totals::Add(const Totals& o) {
+  files_read += o.files_read;
+  files_rejected += o.files_rejected;
+  files_unreadable += o.files_unreadable;
+  bytes += o.bytes;
+  records += o.records;
+  scalars += o.scalars;
+  histograms += o.histograms;
+  texts += o.texts;
+  hparams += o.hparams;
+  run_events += o.run_events;
+  blobs += o.blobs;
+  errors += o.errors;
+  partial_tails += o.partial_tails;
+  restarts += o.restarts;
+}
+
+namespace {
+int SeriesSlot(Kind kind) { return kind == Kind::kScalar ? 0 : kind == Kind::kHistogram ? 1 : 2; }
+}  // namespace
+
+Status RunState::Load() {
+  tags_.clear();
+  Result<std::vector<store::SeriesRow>> series = store_.LoadSeries(run_id_);
+  if (!series.ok()) return series.status();
+  for (const auto& s : *series) {
+    Tag& t = tags_[s.tag];
+    if (!s.plugin.empty() || s.data_class != 0) {
+      t.plugin = {s.plugin, s.data_class};
+      t.plugin_known = true;
+    }
+    const Kind kind = s.kind == "scalar" ? Kind::kScalar
+                      : s.kind == "histogram" ? Kind::kHistogram
+                                              : Kind::kText;
+    t.series[SeriesSlot(kind)] = s.series_id;
+    if (s.max_step && (!t.has_step || *s.max_step > t.max_step)) {
+      t.has_step = true;
+      t.max_step = *s.max_step;
+    }
+  }
+  Result<int64_t> starts = store_.CountStarts(run_id_);
+  if (!starts.ok()) return starts.status();
+  starts_ = *starts;
+  return Status::Ok();
+}
+
+// The open transaction's bookkeeping for one file.
+class FileIngester::Batch {
+ public:
+  store::SourceRow source;
+  Totals totals;
+  store::RunCounters counters;
+  int64_t points_since_commit = 0;
+};
+
+Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* totals,
+                                const ProgressFn& progress) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();  // deleted since it was listed
+    return IoError(path + ": cannot stat: " + std::strerror(errno));
+  }
+  Result<std::optional<store::SourceRow>> found = store_.FindSource(path);
+  if (!found.ok()) return found.status();
+
+  Batch b;
+  const auto size = static_cast<int64_t>(st.st_size);
+  const auto dev = static_cast<int64_t>(st.st_dev);
+  const auto ino = static_cast<int64_t>(st.st_ino);
+  bool new_generation = false;
+  if (*found) {
+    b.source = **found;
+    const bool same_file = b.source.dev == dev && b.source.ino == ino &&
+                           size >= b.source.committed_offset;
+    if (same_file && b.source.status == "rejected") {
+      if (size == b.source.size_seen) return Status::Ok();  // reported once already
+      new_generation = true;  // rewritten since (git lfs pull, say): read it from the start
+    } else if (same_file) {
+      if (size == b.source.committed_offset && !b.source.resyncing &&
+          b.source.status == "active")
+        return Status::Ok();  // nothing new
+    } else {
+      new_generation = true;
+    }
+  }
+
+  TW_RETURN_IF_ERROR(store_.Begin());
+  auto fail = [&](Status s) {
+    store_.Rollback();
+    return s;
+  };
+  if (!*found || new_generation) {
+    store::SourceRow fresh;
+    fresh.run_id = run.run_id();
+    fresh.path = path;
+    fresh.generation = *found ? b.source.generation + 1 : 0;
+    fresh.dev = dev;
+    fresh.ino = ino;
+    if (new_generation) {
+      // The file was replaced or truncated in place: its old points stay, marked superseded.
+      b.source.status = "replaced";
+      Status s = store_.UpdateSource(b.source);
+      if (s.ok()) s = store_.MarkSourceSuperseded(b.source.source_id);
+      if (s.ok())
+        s = store_.InsertRunEvent(run.run_id(), b.source.source_id, b.source.committed_offset,
+                                  "file_replaced", std::nullopt, 0,
+                                  "file shrank or was replaced; read again from offset 0");
+      if (!s.ok()) return fail(s);
+    }
+    Result<int64_t> id = store_.AddSource(fresh);
+    if (!id.ok()) return fail(id.status());
+    fresh.source_id = *id;
+    b.source = fresh;
+  }
+  b.source.status = "active";
+
+  tfrecord::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
+                              {b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
+                               false});
+  const int64_t start_offset = b.source.committed_offset;
+  b.totals.files_read = 1;
+  if (Status open = reader.Open(); !open.ok()) {
+    b.totals.errors++;
+    b.totals.files_unreadable++;
+    b.source.error_count++;
+    Status s = store_.InsertError(b.source.source_id, path, b.source.committed_offset, 0,
+                                  "open_failed", open.message());
+    if (s.ok()) s = store_.UpdateSource(b.source);
+    if (s.ok()) s = store_.Commit();
+    if (!s.ok()) return fail(s);
+    totals->Add(b.totals);
+    return Status::Ok();
+  }
+
+  auto sync_source = [&] {
+    b.source.committed_offset = static_cast<int64_t>(reader.position());
+    b.source.resyncing = reader.state().resyncing;
+    b.source.resync_from = static_cast<int64_t>(reader.state().resync_from);
+    b.source.size_seen = std::max<int64_t>(size, b.source.committed_offset);
+  };
+  auto commit = [&]() -> Status {
+    sync_source();
+    TW_RETURN_IF_ERROR(store_.UpdateSource(b.source));
+    if (b.counters.any()) TW_RETURN_IF_ERROR(store_.AddRunCounters(run.run_id(), b.counters));
+    b.counters = {};
+    TW_RETURN_IF_ERROR(store_.Commit());
+    b.points_since_commit = 0;
+    if (progress) progress(b.source.committed_offset - start_offset);
+    return Status::Ok();
+  };
+
+  for (bool more = true; more;) {
+    switch (reader.Next()) {
+      case tfrecord::FileReader::Step::kRecord: {
+        Status s = ProcessRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
+        if (!s.ok()) return fail(s);
+        b.totals.records++;
+        b.source.records++;
+        break;
+      }
+      case tfrecord::FileReader::Step::kProblem: {
+        const tfrecord::Problem& p = reader.problem();
+        if (p.kind == tfrecord::ProblemKind::kNotTfRecord) {
+          b.source.status = "rejected";
+          b.totals.files_rejected++;
+        }
+        b.totals.errors++;
+        b.source.error_count++;
+        Status s = store_.InsertError(b.source.source_id, path, static_cast<int64_t>(p.offset),
+                                      static_cast<int64_t>(p.length),
+                                      tfrecord::ProblemKindName(p.kind), p.detail);
+        if (!s.ok()) return fail(s);
+        break;
+      }
+      case tfrecord::FileReader::Step::kEnd:
+        more = false;
+        continue;
+    }
+    if (b.points_since_commit >= options_.batch_points) {
+      if (Status s = commit(); !s.ok()) return fail(s);
+      if (Status s = store_.Begin(); !s.ok()) return s;
+    }
+  }
+  if (!reader.status().ok()) {
+    b.totals.errors++;
+    b.source.error_count++;
+    Status s = store_.InsertError(b.source.source_id, path,
+                                  static_cast<int64_t>(reader.position()), 0, "read_failed",
+                                  reader.status().message());
+    if (!s.ok()) return fail(s);
+  }
+  if (Status s = commit(); !s.ok()) return fail(s);
+  b.totals.bytes = b.source.committed_offset - start_offset;
+  if (b.source.status == "active" && !b.source.resyncing && b.source.committed_offset < size)
+    b.totals.partial_tails++;
+  totals->Add(b.totals);
+  return Status::Ok();
+}
+
+Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, int64_t offset,
+                             std::string detail, const std::vector<int64_t>* series) {
+  TW_RETURN_IF_ERROR(store_.MarkSuperseded(run.run_id(), step, series));
+  TW_RETURN_IF_ERROR(store_.InsertRunEvent(run.run_id(), b.source.source_id, offset, "restart",
+                                           step, event_.wall_time, detail));
+  b.totals.restarts++;
+  // Live max steps changed for every tag at or past the restart step: reload them.
+  const int64_t starts = run.starts_;
+  TW_RETURN_IF_ERROR(run.Load());
+  run.starts_ = starts;
+  return Status::Ok();
+}
+
+Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view record,
+                                   int64_t offset) {
+  if (Status s = decode::DecodeEvent(record, &event_); !s.ok()) {
+    b.totals.errors++;
+    b.source.error_count++;
+    return store_.InsertError(b.source.source_id, b.source.path, offset,
+                              static_cast<int64_t>(record.size() + 16), "bad_event",
+                              "record of " + std::to_string(record.size()) +
+                                  " bytes is not a tensorflow.Event: " + s.message());
+  }
+  const decode::Event& ev = event_;
+  auto run_event = [&](std::string_view kind, std::optional<int64_t> step,
+                       std::string_view detail) {
+    b.totals.run_events++;
+    return store_.InsertRunEvent(run.run_id(), b.source.source_id, offset, kind, step,
+                                 ev.wall_time, detail);
+  };
+  if (ev.has_source_metadata)
+    TW_RETURN_IF_ERROR(run_event("source_metadata", std::nullopt, ev.source_writer));
+  switch (ev.what) {
+    case decode::What::kFileVersion:
+      return run_event("file_version", std::nullopt, ev.file_version);
+    case decode::What::kSessionLog:
+      if (ev.session_status == 1) {
+        if (++run.starts_ > 1)
+          TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
+                                     "SessionLog START at step " + std::to_string(ev.step) +
+                                         " after an earlier START: resumed from a checkpoint"));
+        return run_event("start", ev.step, "");
+      }
+      if (ev.session_status == 2) return run_event("stop", ev.step, "");
+      if (ev.session_status == 3) return run_event("checkpoint", ev.step, ev.checkpoint_path);
+      return Status::Ok();
+    case decode::What::kGraphDef:
+    case decode::What::kMetaGraphDef:
+      b.counters.graphs++;
+      b.totals.blobs++;
+      return Status::Ok();
+    case decode::What::kTaggedRunMetadata:
+      b.counters.run_metadata++;
+      b.totals.blobs++;
+      return Status::Ok();
+    case decode::What::kSummary:
+      break;
+    default:
+      return Status::Ok();
+  }
+  // A step lower than a tag's highest live step means a writer went back to a checkpoint
+  // (or a new writer re-logs steps in a shared directory). Like TensorBoard's purge of
+  // out-of-order steps, only the tags this event re-logs lose their later points: other
+  // writers' tags in the same directory are left alone. (A SessionLog START, above,
+  // supersedes the whole run.)
+  std::vector<int64_t> rewound;
+  std::string rewound_detail;
+  for (const auto& v : ev.values) {
+    auto it = run.tags_.find(v.tag);
+    if (it == run.tags_.end() || !it->second.has_step || ev.step >= it->second.max_step) continue;
+    for (int64_t id : it->second.series)
+      if (id) rewound.push_back(id);
+    if (rewound_detail.empty())
+      rewound_detail = "tag '" + std::string(v.tag) + "' went back from step " +
+                       std::to_string(it->second.max_step) + " to " + std::to_string(ev.step);
+  }
+  if (!rewound.empty())
+    TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
+                               rewound_detail + ": earlier points of the re-logged tags at step >= " +
+                                   std::to_string(ev.step) + " are superseded",
+                               &rewound));
+  int vidx = 0;
+  for (const auto& v : ev.values) TW_RETURN_IF_ERROR(ProcessValue(run, b, v, vidx++, offset));
+  return Status::Ok();
+}
+
+Result<int64_t> FileIngester::SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
+                                        Kind kind) {
+  int64_t& id = tag.series[SeriesSlot(kind)];
+  if (id == 0) {
+    Result<int64_t> made = store_.EnsureSeries(run.run_id(), name, decode::KindName(kind),
+                                               tag.plugin.plugin_name, tag.plugin.data_class);
+    if (!made.ok()) return made.status();
+    id = *made;
+  }
+  return id;
+}
+
+Status FileIngester::ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v,
+                                  int vidx, int64_t offset) {
+  auto it = run.tags_.find(v.tag);
+  if (it == run.tags_.end()) it = run.tags_.emplace(std::string(v.tag), RunState::Tag{}).first;
+  RunState::Tag& tag = it->second;
+  if (v.has_metadata) {
+    tag.plugin = {std::string(v.plugin_name), v.data_class};
+    tag.plugin_known = true;
+  }
+  decode::Classified& c = classified_;
+  if (Status s = decode::Classify(v, event_.strings, tag.plugin_known ? &tag.plugin : nullptr, &c);
+      !s.ok()) {
+    b.totals.errors++;
+    b.source.error_count++;
+    return store_.InsertError(b.source.source_id, b.source.path, offset, 0, "bad_value",
+                              "tag '" + std::string(v.tag) + "' at step " +
+                                  std::to_string(event_.step) + ": " + s.message());
+  }
+  const int64_t step = event_.step;
+  const double wall = event_.wall_time;
+  auto note_step = [&] {
+    if (!tag.has_step || step > tag.max_step) tag.max_step = step;
+    tag.has_step = true;
+    b.points_since_commit++;
+  };
+  switch (c.kind) {
+    case Kind::kScalar:
+    case Kind::kHistogram:
+    case Kind::kText: {
+      Result<int64_t> series = SeriesFor(run, tag, v.tag, c.kind);
+      if (!series.ok()) return series.status();
+      if (c.kind == Kind::kScalar) {
+        TW_RETURN_IF_ERROR(store_.InsertScalar(*series, step, b.source.source_id, offset, vidx,
+                                               wall, c.scalar));
+        b.totals.scalars++;
+      } else if (c.kind == Kind::kHistogram) {
+        TW_RETURN_IF_ERROR(store_.InsertHistogram(*series, step, b.source.source_id, offset, vidx,
+                                                  wall, c.histogram));
+        b.totals.histograms++;
+      } else {
+        TW_RETURN_IF_ERROR(
+            store_.InsertText(*series, step, b.source.source_id, offset, vidx, wall, c.text));
+        b.totals.texts++;
+      }
+      note_step();
+      return Status::Ok();
+    }
+    case Kind::kHParamsStart:
+      b.totals.hparams += static_cast<int64_t>(c.hparams.size());
+      return store_.ReplaceHParams(run.run_id(), c.hparams);
+    case Kind::kHParamsOther:
+      return Status::Ok();
+    case Kind::kImage:
+      b.counters.images++;
+      b.totals.blobs++;
+      return Status::Ok();
+    case Kind::kAudio:
+      b.counters.audio++;
+      b.totals.blobs++;
+      return Status::Ok();
+    case Kind::kOtherTensor:
+      b.counters.other_tensors++;
+      b.totals.blobs++;
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+}  // namespace tw::ingest

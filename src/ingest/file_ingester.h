@@ -1,0 +1,95 @@
+// Reads event files into the store, one file at a time, resuming from each file's committed
+// offset. Per-run state (each tag's plugin, its series, its highest live step, how many
+// SessionLog STARTs were seen) lives in a RunState owned by the caller, so the files of one
+// run are read in order against one state. Single-threaded: the owner of the Store calls it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "base/status.h"
+#include "decode/classify.h"
+#include "decode/event.h"
+#include "store/store.h"
+
+namespace tw::ingest {
+
+struct Totals {
+  int64_t files_read = 0;     // files that had new bytes
+  int64_t files_rejected = 0; // not TFRecord
+  int64_t files_unreadable = 0;  // could not be opened
+  int64_t bytes = 0;          // bytes consumed (records and skipped damage)
+  int64_t records = 0;
+  int64_t scalars = 0, histograms = 0, texts = 0, hparams = 0, run_events = 0;
+  int64_t blobs = 0;          // images, audio, graphs, ... counted only
+  int64_t errors = 0;
+  int64_t partial_tails = 0;  // files ending in a record not yet complete
+  int64_t restarts = 0;
+
+  void Add(const Totals& o);
+  int64_t points() const { return scalars + histograms + texts; }
+};
+
+struct IngestOptions {
+  int64_t batch_points = 20000;  // commit at least this often, so readers are never blocked long
+};
+
+// Called with (bytes consumed so far in this file) after each commit.
+using ProgressFn = std::function<void(int64_t bytes)>;
+
+class RunState {
+ public:
+  RunState(store::Store& store, int64_t run_id) : store_(store), run_id_(run_id) {}
+  Status Load();  // series, plugins and live max steps from the store
+  int64_t run_id() const { return run_id_; }
+
+ private:
+  friend class FileIngester;
+  struct Tag {
+    decode::TagPlugin plugin;
+    bool plugin_known = false;
+    int64_t series[3] = {0, 0, 0};  // scalar, histogram, text
+    bool has_step = false;
+    int64_t max_step = 0;           // highest step among live (not superseded) points
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  store::Store& store_;
+  int64_t run_id_;
+  std::unordered_map<std::string, Tag, Hash, std::equal_to<>> tags_;
+  int64_t starts_ = 0;
+};
+
+class FileIngester {
+ public:
+  FileIngester(store::Store& store, IngestOptions options) : store_(store), options_(options) {}
+
+  // Reads whatever `path` holds beyond its committed offset. Problems in the file are
+  // recorded (ingest_errors) and counted, not returned; a non-ok Status means the store
+  // failed (disk full, I/O) and nothing of this call's open batch was committed.
+  Status IngestFile(RunState& run, const std::string& path, Totals* totals,
+                    const ProgressFn& progress = {});
+
+ private:
+  class Batch;
+  Status ProcessRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
+  Status ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v, int vidx,
+                      int64_t offset);
+  // Supersedes live points at step >= `step`: of the whole run, or of `series` only.
+  Status Restart(RunState& run, Batch& b, int64_t step, int64_t offset, std::string detail,
+                 const std::vector<int64_t>* series = nullptr);
+  Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
+                            decode::Kind kind);
+
+  store::Store& store_;
+  IngestOptions options_;
+  decode::Event event_;           // reused across records
+  decode::Classified classified_; // reused across values
+};
+
+}  // namespace tw::ingest

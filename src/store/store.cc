@@ -1,0 +1,356 @@
+#include "store/store.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "store/migrations.h"
+
+namespace tw::store {
+namespace {
+
+double Now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+ValueClass ClassOf(double v) {
+  if (std::isnan(v)) return kNaN;
+  if (std::isinf(v)) return v > 0 ? kPosInf : kNegInf;
+  return kFinite;
+}
+
+struct Store::Statements {
+  Stmt insert_scalar, insert_histogram, insert_text;
+  Stmt find_run, insert_run, find_series, insert_series, update_source, insert_error;
+  Stmt insert_event, add_counters;
+};
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadWrite);
+  if (!db.ok()) return db.status();
+  Db& d = **db;
+  // WAL lets sqlite3/pandas/Grafana read while we write; NORMAL is durable at each
+  // checkpoint and crash-safe (a power loss can drop only the last commits, never corrupt).
+  Status st = d.Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;");
+  if (!st.ok()) {
+    if (st.code() == Code::kNotOurs)
+      return Status(Code::kNotOurs, path + ": not a trainwatch database (not SQLite)");
+    return st;
+  }
+  TW_RETURN_IF_ERROR(Migrate(d));
+  std::unique_ptr<Store> s(new Store(std::move(*db)));
+  TW_RETURN_IF_ERROR(s->PrepareAll());
+  return s;
+}
+
+Store::Store(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+Store::~Store() = default;
+
+Status Store::PrepareAll() {
+  st_ = std::make_unique<Statements>();
+  struct {
+    Stmt* stmt;
+    const char* sql;
+  } all[] = {
+      {&st_->insert_scalar,
+       "INSERT OR IGNORE INTO scalars(series_id, step, source_id, offset, vidx, wall_time, value, "
+       "value_class) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
+      {&st_->insert_histogram,
+       "INSERT OR IGNORE INTO histograms(series_id, step, source_id, offset, vidx, wall_time, "
+       "count, sum, min, max, buckets) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"},
+      {&st_->insert_text,
+       "INSERT OR IGNORE INTO texts(series_id, step, source_id, offset, vidx, wall_time, text) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&st_->find_run, "SELECT run_id FROM runs WHERE root = ?1 AND name = ?2"},
+      {&st_->insert_run, "INSERT INTO runs(root, name, first_seen) VALUES (?1, ?2, ?3)"},
+      {&st_->find_series,
+       "SELECT series_id FROM series WHERE run_id = ?1 AND tag = ?2 AND kind = ?3"},
+      {&st_->insert_series,
+       "INSERT INTO series(run_id, tag, kind, plugin, data_class) VALUES (?1, ?2, ?3, ?4, ?5)"},
+      {&st_->update_source,
+       "UPDATE sources SET size_seen = ?2, committed_offset = ?3, resyncing = ?4, "
+       "resync_from = ?5, status = ?6, records = ?7, error_count = ?8, last_read = ?9 "
+       "WHERE source_id = ?1"},
+      {&st_->insert_error,
+       "INSERT INTO ingest_errors(source_id, path, offset, length, kind, detail, time) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&st_->insert_event,
+       "INSERT OR IGNORE INTO run_events(run_id, source_id, offset, kind, step, wall_time, detail) "
+       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+      {&st_->add_counters,
+       "UPDATE runs SET images = images + ?2, audio = audio + ?3, graphs = graphs + ?4, "
+       "run_metadata = run_metadata + ?5, other_tensors = other_tensors + ?6 WHERE run_id = ?1"},
+  };
+  for (auto& a : all) {
+    Result<Stmt> s = db_->Prepare(a.sql);
+    if (!s.ok()) return s.status();
+    *a.stmt = std::move(*s);
+  }
+  return Status::Ok();
+}
+
+Status Store::Begin() { return db_->Exec("BEGIN IMMEDIATE"); }
+Status Store::Commit() { return db_->Exec("COMMIT"); }
+void Store::Rollback() { (void)db_->Exec("ROLLBACK"); }
+
+Result<int64_t> Store::EnsureRun(std::string_view root, std::string_view name) {
+  Stmt& f = st_->find_run;
+  f.Bind(1, root).Bind(2, name);
+  Result<bool> row = f.Step();
+  if (!row.ok()) return row.status();
+  if (*row) {
+    int64_t id = f.Int(0);
+    f.Reset();
+    return id;
+  }
+  f.Reset();
+  TW_RETURN_IF_ERROR(st_->insert_run.Bind(1, root).Bind(2, name).Bind(3, Now()).Run());
+  return db_->LastInsertId();
+}
+
+Result<std::vector<SeriesRow>> Store::LoadSeries(int64_t run_id) {
+  // max_step comes from whichever point table the kind lives in.
+  Result<Stmt> s = db_->Prepare(
+      "SELECT s.series_id, s.tag, s.kind, s.plugin, s.data_class, "
+      "  CASE s.kind WHEN 'scalar' THEN (SELECT max(step) FROM scalars WHERE series_id = s.series_id AND superseded = 0)"
+      "  WHEN 'histogram' THEN (SELECT max(step) FROM histograms WHERE series_id = s.series_id AND superseded = 0)"
+      "  ELSE (SELECT max(step) FROM texts WHERE series_id = s.series_id AND superseded = 0) END "
+      "FROM series s WHERE s.run_id = ?1");
+  if (!s.ok()) return s.status();
+  s->Bind(1, run_id);
+  std::vector<SeriesRow> out;
+  for (;;) {
+    Result<bool> row = s->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    SeriesRow r;
+    r.series_id = s->Int(0);
+    r.tag = s->Text(1);
+    r.kind = s->Text(2);
+    r.plugin = s->Text(3);
+    r.data_class = static_cast<int32_t>(s->Int(4));
+    if (!s->IsNull(5)) r.max_step = s->Int(5);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<int64_t> Store::EnsureSeries(int64_t run_id, std::string_view tag, std::string_view kind,
+                                    std::string_view plugin, int32_t data_class) {
+  Stmt& f = st_->find_series;
+  f.Bind(1, run_id).Bind(2, tag).Bind(3, kind);
+  Result<bool> row = f.Step();
+  if (!row.ok()) return row.status();
+  if (*row) {
+    int64_t id = f.Int(0);
+    f.Reset();
+    return id;
+  }
+  f.Reset();
+  TW_RETURN_IF_ERROR(st_->insert_series.Bind(1, run_id)
+                         .Bind(2, tag)
+                         .Bind(3, kind)
+                         .Bind(4, plugin)
+                         .Bind(5, int64_t{data_class})
+                         .Run());
+  return db_->LastInsertId();
+}
+
+Result<int64_t> Store::CountStarts(int64_t run_id) {
+  Result<Stmt> s =
+      db_->Prepare("SELECT count(*) FROM run_events WHERE run_id = ?1 AND kind = 'start'");
+  if (!s.ok()) return s.status();
+  s->Bind(1, run_id);
+  Result<bool> row = s->Step();
+  if (!row.ok()) return row.status();
+  return s->Int(0);
+}
+
+Result<std::optional<SourceRow>> Store::FindSource(std::string_view path) {
+  Result<Stmt> s = db_->Prepare(
+      "SELECT source_id, run_id, path, generation, dev, ino, size_seen, committed_offset, "
+      "resyncing, resync_from, status, records, error_count FROM sources WHERE path = ?1 "
+      "ORDER BY generation DESC LIMIT 1");
+  if (!s.ok()) return s.status();
+  s->Bind(1, path);
+  Result<bool> row = s->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<SourceRow>();
+  SourceRow r;
+  r.source_id = s->Int(0);
+  r.run_id = s->Int(1);
+  r.path = s->Text(2);
+  r.generation = s->Int(3);
+  r.dev = s->Int(4);
+  r.ino = s->Int(5);
+  r.size_seen = s->Int(6);
+  r.committed_offset = s->Int(7);
+  r.resyncing = s->Int(8) != 0;
+  r.resync_from = s->Int(9);
+  r.status = s->Text(10);
+  r.records = s->Int(11);
+  r.error_count = s->Int(12);
+  return std::optional<SourceRow>(std::move(r));
+}
+
+Result<int64_t> Store::AddSource(const SourceRow& r) {
+  Result<Stmt> s = db_->Prepare(
+      "INSERT INTO sources(run_id, path, generation, dev, ino, first_seen) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  if (!s.ok()) return s.status();
+  TW_RETURN_IF_ERROR(s->Bind(1, r.run_id)
+                         .Bind(2, r.path)
+                         .Bind(3, r.generation)
+                         .Bind(4, r.dev)
+                         .Bind(5, r.ino)
+                         .Bind(6, Now())
+                         .Run());
+  return db_->LastInsertId();
+}
+
+Status Store::UpdateSource(const SourceRow& r) {
+  return st_->update_source.Bind(1, r.source_id)
+      .Bind(2, r.size_seen)
+      .Bind(3, r.committed_offset)
+      .Bind(4, int64_t{r.resyncing})
+      .Bind(5, r.resync_from)
+      .Bind(6, r.status)
+      .Bind(7, r.records)
+      .Bind(8, r.error_count)
+      .Bind(9, Now())
+      .Run();
+}
+
+Status Store::InsertScalar(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
+                           int vidx, double wall_time, double value) {
+  Stmt& s = st_->insert_scalar;
+  const ValueClass vc = ClassOf(value);
+  s.Bind(1, series_id).Bind(2, step).Bind(3, source_id).Bind(4, offset).Bind(5, int64_t{vidx});
+  s.Bind(6, wall_time);
+  if (vc == kNaN) {
+    s.BindNull(7);
+  } else {
+    s.Bind(7, value);
+  }
+  s.Bind(8, int64_t{vc});
+  return s.Run();
+}
+
+Status Store::InsertHistogram(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
+                              int vidx, double wall_time, const decode::Histogram& h) {
+  Stmt& s = st_->insert_histogram;
+  s.Bind(1, series_id).Bind(2, step).Bind(3, source_id).Bind(4, offset).Bind(5, int64_t{vidx});
+  s.Bind(6, wall_time).Bind(7, h.count).Bind(8, h.sum).Bind(9, h.min).Bind(10, h.max);
+  s.BindBlob(11, h.buckets.data(), h.buckets.size() * sizeof(h.buckets[0]));
+  return s.Run();
+}
+
+Status Store::InsertText(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
+                         int vidx, double wall_time, std::string_view text) {
+  Stmt& s = st_->insert_text;
+  s.Bind(1, series_id).Bind(2, step).Bind(3, source_id).Bind(4, offset).Bind(5, int64_t{vidx});
+  return s.Bind(6, wall_time).Bind(7, text).Run();
+}
+
+Status Store::ReplaceHParams(int64_t run_id, const std::vector<decode::HParam>& hparams) {
+  Result<Stmt> del = db_->Prepare("DELETE FROM hparams WHERE run_id = ?1");
+  if (!del.ok()) return del.status();
+  TW_RETURN_IF_ERROR(del->Bind(1, run_id).Run());
+  Result<Stmt> ins = db_->Prepare(
+      "INSERT OR REPLACE INTO hparams(run_id, key, value_type, value_num, value_text) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)");
+  if (!ins.ok()) return ins.status();
+  for (const auto& p : hparams) {
+    using T = decode::HParam::Type;
+    ins->Bind(1, run_id).Bind(2, p.key);
+    switch (p.type) {
+      case T::kNumber: ins->Bind(3, "number").Bind(4, p.number).BindNull(5); break;
+      case T::kBool: ins->Bind(3, "bool").Bind(4, p.number).BindNull(5); break;
+      case T::kString: ins->Bind(3, "string").BindNull(4).Bind(5, p.text); break;
+      case T::kNull: ins->Bind(3, "null").BindNull(4).BindNull(5); break;
+    }
+    TW_RETURN_IF_ERROR(ins->Run());
+  }
+  return Status::Ok();
+}
+
+Status Store::InsertRunEvent(int64_t run_id, int64_t source_id, int64_t offset,
+                             std::string_view kind, std::optional<int64_t> step, double wall_time,
+                             std::string_view detail) {
+  Stmt& s = st_->insert_event;
+  s.Bind(1, run_id).Bind(2, source_id).Bind(3, offset).Bind(4, kind);
+  if (step) {
+    s.Bind(5, *step);
+  } else {
+    s.BindNull(5);
+  }
+  return s.Bind(6, wall_time).Bind(7, detail).Run();
+}
+
+Status Store::InsertError(std::optional<int64_t> source_id, std::string_view path, int64_t offset,
+                          int64_t length, std::string_view kind, std::string_view detail) {
+  Stmt& s = st_->insert_error;
+  if (source_id) {
+    s.Bind(1, *source_id);
+  } else {
+    s.BindNull(1);
+  }
+  return s.Bind(2, path).Bind(3, offset).Bind(4, length).Bind(5, kind).Bind(6, detail)
+      .Bind(7, Now())
+      .Run();
+}
+
+Status Store::MarkSuperseded(int64_t run_id, int64_t from_step,
+                             const std::vector<int64_t>* series_ids) {
+  for (const char* table : {"scalars", "histograms", "texts"}) {
+    if (series_ids) {
+      Result<Stmt> s = db_->Prepare(std::string("UPDATE ") + table +
+                                    " SET superseded = 1 WHERE series_id = ?1 AND step >= ?2 "
+                                    "AND superseded = 0");
+      if (!s.ok()) return s.status();
+      for (int64_t id : *series_ids) TW_RETURN_IF_ERROR(s->Bind(1, id).Bind(2, from_step).Run());
+      continue;
+    }
+    Result<Stmt> s = db_->Prepare(std::string("UPDATE ") + table +
+                                  " SET superseded = 1 WHERE superseded = 0 AND step >= ?2 AND "
+                                  "series_id IN (SELECT series_id FROM series WHERE run_id = ?1)");
+    if (!s.ok()) return s.status();
+    TW_RETURN_IF_ERROR(s->Bind(1, run_id).Bind(2, from_step).Run());
+  }
+  return Status::Ok();
+}
+
+Status Store::MarkSourceSuperseded(int64_t source_id) {
+  for (const char* table : {"scalars", "histograms", "texts"}) {
+    Result<Stmt> s = db_->Prepare(std::string("UPDATE ") + table +
+                                  " SET superseded = 1 WHERE source_id = ?1 AND superseded = 0");
+    if (!s.ok()) return s.status();
+    TW_RETURN_IF_ERROR(s->Bind(1, source_id).Run());
+  }
+  return Status::Ok();
+}
+
+Status Store::AddRunCounters(int64_t run_id, const RunCounters& c) {
+  return st_->add_counters.Bind(1, run_id)
+      .Bind(2, c.images)
+      .Bind(3, c.audio)
+      .Bind(4, c.graphs)
+      .Bind(5, c.run_metadata)
+      .Bind(6, c.other_tensors)
+      .Run();
+}
+
+Result<std::unique_ptr<Db>> OpenReadOnly(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return NotFound(path + ": no such database");
+  Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadOnly);
+  if (!db.ok()) return db.status();
+  TW_RETURN_IF_ERROR(CheckOurs(**db));
+  return db;
+}
+
+}  // namespace tw::store

@@ -1,0 +1,108 @@
+// The trainwatch store: one read-write connection (WAL) and the statements ingest needs.
+// Owned by one thread (the ingest/writer thread); readers open their own read-only
+// connections with OpenReadOnly. Writes happen between Begin() and Commit(); the caller
+// commits points together with the source offset that covers them, so an interrupted
+// ingest never loses or doubles a point.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "decode/classify.h"
+#include "store/db.h"
+
+namespace tw::store {
+
+struct SourceRow {
+  int64_t source_id = 0;
+  int64_t run_id = 0;
+  std::string path;
+  int64_t generation = 0;
+  int64_t dev = 0, ino = 0;
+  int64_t size_seen = 0;
+  int64_t committed_offset = 0;
+  bool resyncing = false;
+  int64_t resync_from = 0;
+  std::string status = "active";
+  int64_t records = 0;
+  int64_t error_count = 0;
+};
+
+struct SeriesRow {
+  int64_t series_id = 0;
+  std::string tag;
+  std::string kind;  // scalar, histogram, text
+  std::string plugin;
+  int32_t data_class = 0;
+  std::optional<int64_t> max_step;  // over live (not superseded) points
+};
+
+struct RunCounters {
+  int64_t images = 0, audio = 0, graphs = 0, run_metadata = 0, other_tensors = 0;
+  bool any() const { return images || audio || graphs || run_metadata || other_tensors; }
+};
+
+// Value classes as stored in scalars.value_class.
+enum ValueClass : int { kFinite = 0, kNaN = 1, kPosInf = 2, kNegInf = 3 };
+ValueClass ClassOf(double v);
+
+class Store {
+ public:
+  // Opens (creating if needed) and migrates a store for writing.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();
+
+  Db& db() { return *db_; }
+
+  Status Begin();
+  Status Commit();
+  void Rollback();
+
+  Result<int64_t> EnsureRun(std::string_view root, std::string_view name);
+  Result<std::vector<SeriesRow>> LoadSeries(int64_t run_id);
+  Result<int64_t> EnsureSeries(int64_t run_id, std::string_view tag, std::string_view kind,
+                               std::string_view plugin, int32_t data_class);
+  // How many SessionLog START events the run has so far.
+  Result<int64_t> CountStarts(int64_t run_id);
+
+  Result<std::optional<SourceRow>> FindSource(std::string_view path);  // newest generation
+  Result<int64_t> AddSource(const SourceRow& row);  // source_id
+  Status UpdateSource(const SourceRow& row);
+
+  Status InsertScalar(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
+                      int vidx, double wall_time, double value);
+  Status InsertHistogram(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
+                         int vidx, double wall_time, const decode::Histogram& h);
+  Status InsertText(int64_t series_id, int64_t step, int64_t source_id, int64_t offset, int vidx,
+                    double wall_time, std::string_view text);
+  Status ReplaceHParams(int64_t run_id, const std::vector<decode::HParam>& hparams);
+  Status InsertRunEvent(int64_t run_id, int64_t source_id, int64_t offset, std::string_view kind,
+                        std::optional<int64_t> step, double wall_time, std::string_view detail);
+  Status InsertError(std::optional<int64_t> source_id, std::string_view path, int64_t offset,
+                     int64_t length, std::string_view kind, std::string_view detail);
+  // Marks points at step >= `from_step` superseded (a restart re-logs them): every series
+  // of the run, or only `series_ids` when given.
+  Status MarkSuperseded(int64_t run_id, int64_t from_step,
+                        const std::vector<int64_t>* series_ids = nullptr);
+  // Marks every point read from a source superseded (the file was replaced).
+  Status MarkSourceSuperseded(int64_t source_id);
+  Status AddRunCounters(int64_t run_id, const RunCounters& c);
+
+ private:
+  explicit Store(std::unique_ptr<Db> db);
+  Status PrepareAll();
+
+  std::unique_ptr<Db> db_;
+  struct Statements;
+  std::unique_ptr<Statements> st_;
+};
+
+// A read-only connection for queries beside a running writer.
+Result<std::unique_ptr<Db>> OpenReadOnly(const std::string& path);
+
+}  // namespace tw::store

@@ -1,0 +1,204 @@
+#include "tfrecord/reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/crc32c.h"
+
+namespace tw::tfrecord {
+namespace {
+
+uint64_t LoadU64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;  // little-endian hosts only (x86-64, arm64)
+}
+uint32_t LoadU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+bool HeaderValid(const char* p) {
+  return crc32c::Mask(crc32c::Value(p, 8)) == LoadU32(p + 8) && LoadU64(p) <= kMaxRecordLength;
+}
+
+// A TFRecord file starts with a binary length; text there means something else sits at
+// the path (a Git LFS pointer, an HTML error page saved by a download script, ...).
+bool LooksLikeText(std::string_view head) {
+  return std::all_of(head.begin(), head.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return (u >= 0x20 && u < 0x7f) || c == '\n' || c == '\r' || c == '\t';
+  });
+}
+
+std::string Printable(std::string_view s) {
+  std::string out;
+  for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '.';
+  return out;
+}
+
+}  // namespace
+
+const char* ProblemKindName(ProblemKind kind) {
+  switch (kind) {
+    case ProblemKind::kBadLengthCrc: return "bad_length_crc";
+    case ProblemKind::kImplausibleLength: return "implausible_length";
+    case ProblemKind::kBadDataCrc: return "bad_data_crc";
+    case ProblemKind::kResynced: return "resynced";
+    case ProblemKind::kNotTfRecord: return "not_tfrecord";
+  }
+  return "unknown";
+}
+
+Scanner::Step Scanner::Fail(ProblemKind kind, uint64_t length, std::string detail) {
+  problem_ = Problem{kind, base_ + pos_, length, std::move(detail)};
+  return Step::kProblem;
+}
+
+Scanner::Step Scanner::Next() {
+  if (state_.rejected) {
+    pos_ = w_.size();
+    needed_ = 0;
+    return Step::kNeedMore;
+  }
+  if (state_.resyncing) return Resync();
+
+  const size_t avail = w_.size() - pos_;
+  if (avail < kHeaderSize) {
+    needed_ = kHeaderSize;
+    return Step::kNeedMore;
+  }
+  const char* h = w_.data() + pos_;
+  const uint64_t len = LoadU64(h);
+  if (crc32c::Mask(crc32c::Value(h, 8)) != LoadU32(h + 8)) {
+    if (base_ + pos_ == 0 && LooksLikeText(std::string_view(h, kHeaderSize))) {
+      std::string head = Printable(w_.substr(0, std::min<size_t>(w_.size(), 40)));
+      std::string what = head.starts_with("version https://git-lfs")
+                             ? "a Git LFS pointer (run `git lfs pull` where it was cloned)"
+                             : "text";
+      state_.rejected = true;
+      problem_ = Problem{ProblemKind::kNotTfRecord, 0, 0,
+                         "not a TFRecord file: it starts with \"" + head + "\", which is " + what};
+      pos_ = w_.size();
+      return Step::kProblem;
+    }
+    state_.resyncing = true;
+    state_.resync_from = base_ + pos_;
+    Step s = Fail(ProblemKind::kBadLengthCrc, 0,
+                  "length CRC mismatch in the record header; the length cannot be trusted, "
+                  "scanning forward for the next valid record");
+    ++pos_;  // the scan starts one byte further on
+    return s;
+  }
+  if (len > kMaxRecordLength) {
+    state_.resyncing = true;
+    state_.resync_from = base_ + pos_;
+    Step s = Fail(ProblemKind::kImplausibleLength, 0,
+                  "record length " + std::to_string(len) + " exceeds the 2 GiB limit; "
+                  "scanning forward for the next valid record");
+    ++pos_;
+    return s;
+  }
+  const uint64_t total = kHeaderSize + len + kFooterSize;
+  if (avail < total) {
+    needed_ = total;
+    return Step::kNeedMore;
+  }
+  const char* data = h + kHeaderSize;
+  const uint32_t want = LoadU32(data + len);
+  if (crc32c::Mask(crc32c::Value(data, len)) != want) {
+    Step s = Fail(ProblemKind::kBadDataCrc, total,
+                  "data CRC mismatch in a record of " + std::to_string(len) +
+                      " bytes; record skipped");
+    pos_ += total;
+    return s;
+  }
+  record_ = std::string_view(data, len);
+  record_offset_ = base_ + pos_;
+  pos_ += total;
+  return Step::kRecord;
+}
+
+Scanner::Step Scanner::Resync() {
+  while (w_.size() - pos_ >= kHeaderSize) {
+    if (HeaderValid(w_.data() + pos_)) {
+      const uint64_t from = state_.resync_from;
+      const uint64_t at = base_ + pos_;
+      state_.resyncing = false;
+      problem_ = Problem{ProblemKind::kResynced, from, at - from,
+                         "skipped " + std::to_string(at - from) +
+                             " damaged bytes; reading resumes at offset " + std::to_string(at)};
+      return Step::kProblem;
+    }
+    ++pos_;
+  }
+  needed_ = kHeaderSize;
+  return Step::kNeedMore;
+}
+
+FileReader::FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk)
+    : path_(std::move(path)), chunk_(chunk), buf_base_(offset), scanner_({}, offset, state) {}
+
+FileReader::~FileReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status FileReader::Open() {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) status_ = IoError(path_ + ": cannot open: " + std::strerror(errno));
+  return status_;
+}
+
+bool FileReader::Refill(uint64_t needed) {
+  // Keep the unconsumed bytes, drop the rest, then read at least up to `needed` bytes.
+  const uint64_t keep_from = scanner_.position() - buf_base_;
+  const size_t keep = buf_len_ - keep_from;
+  if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
+  buf_base_ += keep_from;
+  buf_len_ = keep;
+  const size_t want = std::max<uint64_t>(needed, keep + chunk_);
+  if (buf_.size() < want) buf_.resize(want);
+  bool got_any = false;
+  while (buf_len_ < buf_.size()) {
+    ssize_t n = ::pread(fd_, buf_.data() + buf_len_, buf_.size() - buf_len_,
+                        static_cast<off_t>(buf_base_ + buf_len_));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      status_ = IoError(path_ + ": read failed at offset " + std::to_string(buf_base_ + buf_len_) +
+                        ": " + std::strerror(errno));
+      return false;
+    }
+    if (n == 0) {
+      eof_ = true;
+      break;
+    }
+    buf_len_ += static_cast<size_t>(n);
+    bytes_read_ += static_cast<uint64_t>(n);
+    got_any = true;
+  }
+  scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state());
+  return got_any;
+}
+
+FileReader::Step FileReader::Next() {
+  if (fd_ < 0 || !status_.ok()) return Step::kEnd;
+  for (;;) {
+    switch (scanner_.Next()) {
+      case Scanner::Step::kRecord: return Step::kRecord;
+      case Scanner::Step::kProblem: return Step::kProblem;
+      case Scanner::Step::kNeedMore:
+        if (scanner_.state().rejected) return Step::kEnd;
+        if (eof_ && scanner_.position() + scanner_.needed() > buf_base_ + buf_len_) {
+          return Step::kEnd;
+        }
+        if (!Refill(scanner_.needed())) return Step::kEnd;
+    }
+  }
+}
+
+}  // namespace tw::tfrecord

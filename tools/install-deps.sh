@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages trainwatch builds against (idempotent; quick when present).
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev zlib1g-dev
+      libsqlite3-dev sqlite3 libboost1.81-dev libboost-json1.81-dev libgtest-dev libgmock-dev
+      libbenchmark-dev libssl-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
