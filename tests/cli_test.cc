@@ -1,0 +1,143 @@
+// The trainwatch binary, run as a user would: exit codes, messages, output formats.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "support/test_env.h"
+
+namespace tw {
+namespace {
+
+using testing::CorpusDir;
+using testing::RunCommand;
+using testing::TempDir;
+
+std::string Cli() { return TW_CLI_BINARY; }
+// Quotes for the shell.
+std::string Q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+TEST(Cli, EveryCommandHasHelp) {
+  for (const char* cmd : {"ingest", "query", "runs"}) {
+    std::string out;
+    EXPECT_EQ(RunCommand(Cli() + " " + cmd + " --help", &out), 0) << cmd;
+    EXPECT_NE(out.find(std::string("usage: trainwatch ") + cmd), std::string::npos) << out;
+  }
+  std::string out;
+  EXPECT_EQ(RunCommand(Cli() + " --help", &out), 0);
+  EXPECT_NE(out.find("commands:"), std::string::npos);
+}
+
+TEST(Cli, UsageErrorsExitTwoAndSayWhat) {
+  std::string out;
+  EXPECT_EQ(RunCommand(Cli() + " frobnicate", &out), 2);
+  EXPECT_NE(out.find("unknown command 'frobnicate'"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(Cli() + " ingest /tmp", &out), 2);
+  EXPECT_NE(out.find("--db"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(Cli() + " ingest --db x.db --bacth 5 /tmp", &out), 2);
+  EXPECT_NE(out.find("unknown option --bacth"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(Cli() + " query --db x.db --format xml 'SELECT 1'", &out), 2);
+  EXPECT_NE(out.find("unknown --format 'xml'"), std::string::npos) << out;
+}
+
+TEST(Cli, MissingPathIsNamedAndNothingReadExitsOne) {
+  TempDir dir;
+  std::string out;
+  EXPECT_EQ(RunCommand(Cli() + " ingest --db " + Q(dir / "t.db") + " " + Q(dir / "nope"), &out), 1);
+  EXPECT_NE(out.find(dir / "nope"), std::string::npos) << out;
+  EXPECT_NE(out.find("no such file or directory"), std::string::npos) << out;
+}
+
+TEST(Cli, ADirectoryOfOnlyLfsPointersExitsOneWithTheReason) {
+  const std::string corpus = CorpusDir();
+  if (corpus.empty()) GTEST_SKIP() << "../shared/corpus not found";
+  TempDir dir;
+  std::string out;
+  EXPECT_EQ(RunCommand(Cli() + " ingest --db " + Q(dir / "t.db") + " " +
+                           Q(corpus + "/edge-git-lfs-pointer"),
+                       &out),
+            1);
+  EXPECT_NE(out.find("Git LFS pointer"), std::string::npos) << out;
+  EXPECT_NE(out.find("nothing could be read"), std::string::npos) << out;
+}
+
+TEST(Cli, DatabaseThatIsNotOursIsRefused) {
+  TempDir dir;
+  testing::WriteFile(dir / "notes.txt", "just some text, long enough to not be a database......");
+  std::string out;
+  EXPECT_EQ(RunCommand(Cli() + " query --db " + Q(dir / "notes.txt") + " 'SELECT 1'", &out), 1);
+  EXPECT_NE(out.find("not a trainwatch database"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(Cli() + " runs --db " + Q(dir / "absent.db"), &out), 1);
+  EXPECT_NE(out.find("absent.db"), std::string::npos) << out;
+}
+
+class CliOnCorpus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    corpus_ = CorpusDir();
+    if (corpus_.empty()) GTEST_SKIP() << "../shared/corpus not found";
+    db_ = dir_ / "t.db";
+    std::string out;
+    ASSERT_EQ(RunCommand(Cli() + " ingest --db " + Q(db_) + " " + Q(corpus_ + "/torch-summarywriter"),
+                         &out),
+              0)
+        << out;
+    ingest_output_ = out;
+  }
+  TempDir dir_;
+  std::string corpus_, db_, ingest_output_;
+};
+
+TEST_F(CliOnCorpus, IngestPrintsASummary) {
+  EXPECT_NE(ingest_output_.find("ingested 10 runs, 11 files"), std::string::npos) << ingest_output_;
+  EXPECT_NE(ingest_output_.find("errors: 0"), std::string::npos) << ingest_output_;
+  // Not a TTY here: no progress bar escape sequences.
+  EXPECT_EQ(ingest_output_.find('\r'), std::string::npos);
+}
+
+TEST_F(CliOnCorpus, QueryFormats) {
+  const std::string sql =
+      Q("SELECT run, step, value FROM scalar_points WHERE tag = 'Train/Loss' AND "
+        "run = 'ZeroToMax-ZYZ__study_tensorboard/runs/experiment_lr_0.1' ORDER BY step LIMIT 3");
+  std::string out;
+  ASSERT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " --format csv " + sql, &out), 0) << out;
+  EXPECT_TRUE(out.starts_with("run,step,value\nZeroToMax-ZYZ__study_tensorboard/runs/experiment_lr_0.1,0,")) << out;
+  ASSERT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " --format json " + sql, &out), 0) << out;
+  EXPECT_TRUE(out.starts_with("{\"run\":\"ZeroToMax-ZYZ__study_tensorboard/runs/experiment_lr_0.1\",\"step\":0,\"value\":")) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
+  ASSERT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " " + sql, &out), 0) << out;
+  EXPECT_NE(out.find("(3 rows)"), std::string::npos) << out;
+}
+
+TEST_F(CliOnCorpus, BadSqlIsReportedNotCrashed) {
+  std::string out;
+  EXPECT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " 'SELEC nonsense'", &out), 1);
+  EXPECT_NE(out.find("syntax error"), std::string::npos) << out;
+  // Read-only: a write through query is refused.
+  EXPECT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " 'DELETE FROM runs'", &out), 1);
+  EXPECT_NE(out.find("readonly"), std::string::npos) << out;
+}
+
+TEST_F(CliOnCorpus, RunsListsTagsPointsAndLastStep) {
+  std::string out;
+  ASSERT_EQ(RunCommand(Cli() + " runs --db " + Q(db_) + " --format csv", &out), 0) << out;
+  EXPECT_NE(out.find("runs/my_first_experiment,Metrics/Accuracy Metrics/Loss,200,99,"),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(CliOnCorpus, SecondIngestReadsNothingNewAndSucceeds) {
+  std::string out;
+  ASSERT_EQ(RunCommand(Cli() + " ingest --db " + Q(db_) + " " + Q(corpus_ + "/torch-summarywriter"),
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("new points: 0 scalars"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace tw
