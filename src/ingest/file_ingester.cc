@@ -49,6 +49,7 @@ Status RunState::Load() {
     if (s.max_step && (!t.has_step || *s.max_step > t.max_step)) {
       t.has_step = true;
       t.max_step = *s.max_step;
+      t.max_step_wall = s.max_step_wall;
     }
   }
   Result<int64_t> starts = store_.CountStarts(run_id_);
@@ -212,7 +213,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
 
 Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, int64_t offset,
                              std::string detail, const std::vector<int64_t>* series) {
-  TW_RETURN_IF_ERROR(store_.MarkSuperseded(run.run_id(), step, series));
+  TW_RETURN_IF_ERROR(store_.MarkSuperseded(run.run_id(), step, event_.wall_time, series));
   TW_RETURN_IF_ERROR(store_.InsertRunEvent(run.run_id(), b.source.source_id, offset, "restart",
                                            step, event_.wall_time, detail));
   b.totals.restarts++;
@@ -270,21 +271,24 @@ Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view rec
     default:
       return Status::Ok();
   }
-  // A step lower than a tag's highest live step means a writer went back to a checkpoint
-  // (or a new writer re-logs steps in a shared directory). Like TensorBoard's purge of
-  // out-of-order steps, only the tags this event re-logs lose their later points: other
-  // writers' tags in the same directory are left alone. (A SessionLog START, above,
-  // supersedes the whole run.)
+  // A step lower than a tag's highest live step, logged after that step was, means a writer
+  // went back to a checkpoint (or a new writer re-logs steps in a shared directory). Like
+  // TensorBoard's purge of out-of-order steps, only the tags this event re-logs lose their
+  // later points: other writers' tags in the same directory are left alone. Comparing wall
+  // times keeps two writers that log one tag concurrently from superseding each other: the
+  // one read second saw its steps before the other's higher steps were logged. (A SessionLog
+  // START, above, supersedes the whole run.)
   std::vector<int64_t> rewound;
   std::string rewound_detail;
   for (const auto& v : ev.values) {
     auto it = run.tags_.find(v.tag);
-    if (it == run.tags_.end() || !it->second.has_step || ev.step >= it->second.max_step) continue;
-    for (int64_t id : it->second.series)
+    const RunState::Tag* t = it == run.tags_.end() ? nullptr : &it->second;
+    if (!t || !t->has_step || ev.step >= t->max_step || ev.wall_time <= t->max_step_wall) continue;
+    for (int64_t id : t->series)
       if (id) rewound.push_back(id);
     if (rewound_detail.empty())
       rewound_detail = "tag '" + std::string(v.tag) + "' went back from step " +
-                       std::to_string(it->second.max_step) + " to " + std::to_string(ev.step);
+                       std::to_string(t->max_step) + " to " + std::to_string(ev.step);
   }
   if (!rewound.empty())
     TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
@@ -329,7 +333,12 @@ Status FileIngester::ProcessValue(RunState& run, Batch& b, const decode::Summary
   const int64_t step = event_.step;
   const double wall = event_.wall_time;
   auto note_step = [&] {
-    if (!tag.has_step || step > tag.max_step) tag.max_step = step;
+    if (!tag.has_step || step > tag.max_step) {
+      tag.max_step = step;
+      tag.max_step_wall = wall;
+    } else if (step == tag.max_step) {
+      tag.max_step_wall = std::max(tag.max_step_wall, wall);
+    }
     tag.has_step = true;
     b.points_since_commit++;
   };

@@ -54,6 +54,7 @@ class RunState {
     int64_t series[3] = {0, 0, 0};  // scalar, histogram, text
     bool has_step = false;
     int64_t max_step = 0;           // highest step among live (not superseded) points
+    double max_step_wall = 0;       // when that point was logged
   };
   struct Hash {
     using is_transparent = void;

@@ -113,13 +113,8 @@ Result<int64_t> Store::EnsureRun(std::string_view root, std::string_view name) {
 }
 
 Result<std::vector<SeriesRow>> Store::LoadSeries(int64_t run_id) {
-  // max_step comes from whichever point table the kind lives in.
   Result<Stmt> s = db_->Prepare(
-      "SELECT s.series_id, s.tag, s.kind, s.plugin, s.data_class, "
-      "  CASE s.kind WHEN 'scalar' THEN (SELECT max(step) FROM scalars WHERE series_id = s.series_id AND superseded = 0)"
-      "  WHEN 'histogram' THEN (SELECT max(step) FROM histograms WHERE series_id = s.series_id AND superseded = 0)"
-      "  ELSE (SELECT max(step) FROM texts WHERE series_id = s.series_id AND superseded = 0) END "
-      "FROM series s WHERE s.run_id = ?1");
+      "SELECT series_id, tag, kind, plugin, data_class FROM series WHERE run_id = ?1");
   if (!s.ok()) return s.status();
   s->Bind(1, run_id);
   std::vector<SeriesRow> out;
@@ -133,8 +128,22 @@ Result<std::vector<SeriesRow>> Store::LoadSeries(int64_t run_id) {
     r.kind = s->Text(2);
     r.plugin = s->Text(3);
     r.data_class = static_cast<int32_t>(s->Int(4));
-    if (!s->IsNull(5)) r.max_step = s->Int(5);
     out.push_back(std::move(r));
+  }
+  // The highest live step of each series, from whichever point table its kind lives in.
+  for (SeriesRow& r : out) {
+    const char* table = r.kind == "scalar" ? "scalars" : r.kind == "histogram" ? "histograms" : "texts";
+    Result<Stmt> m = db_->Prepare(std::string("SELECT step, wall_time FROM ") + table +
+                                  " WHERE series_id = ?1 AND superseded = 0 "
+                                  "ORDER BY step DESC, wall_time DESC LIMIT 1");
+    if (!m.ok()) return m.status();
+    m->Bind(1, r.series_id);
+    Result<bool> row = m->Step();
+    if (!row.ok()) return row.status();
+    if (*row) {
+      r.max_step = m->Int(0);
+      r.max_step_wall = m->Real(1);
+    }
   }
   return out;
 }
@@ -304,22 +313,23 @@ Status Store::InsertError(std::optional<int64_t> source_id, std::string_view pat
       .Run();
 }
 
-Status Store::MarkSuperseded(int64_t run_id, int64_t from_step,
+Status Store::MarkSuperseded(int64_t run_id, int64_t from_step, double before_wall,
                              const std::vector<int64_t>* series_ids) {
   for (const char* table : {"scalars", "histograms", "texts"}) {
+    const std::string update = std::string("UPDATE ") + table +
+                               " SET superseded = 1 WHERE superseded = 0 AND step >= ?2 AND "
+                               "wall_time < ?3 AND ";
     if (series_ids) {
-      Result<Stmt> s = db_->Prepare(std::string("UPDATE ") + table +
-                                    " SET superseded = 1 WHERE series_id = ?1 AND step >= ?2 "
-                                    "AND superseded = 0");
+      Result<Stmt> s = db_->Prepare(update + "series_id = ?1");
       if (!s.ok()) return s.status();
-      for (int64_t id : *series_ids) TW_RETURN_IF_ERROR(s->Bind(1, id).Bind(2, from_step).Run());
+      for (int64_t id : *series_ids)
+        TW_RETURN_IF_ERROR(s->Bind(1, id).Bind(2, from_step).Bind(3, before_wall).Run());
       continue;
     }
-    Result<Stmt> s = db_->Prepare(std::string("UPDATE ") + table +
-                                  " SET superseded = 1 WHERE superseded = 0 AND step >= ?2 AND "
-                                  "series_id IN (SELECT series_id FROM series WHERE run_id = ?1)");
+    Result<Stmt> s = db_->Prepare(
+        update + "series_id IN (SELECT series_id FROM series WHERE run_id = ?1)");
     if (!s.ok()) return s.status();
-    TW_RETURN_IF_ERROR(s->Bind(1, run_id).Bind(2, from_step).Run());
+    TW_RETURN_IF_ERROR(s->Bind(1, run_id).Bind(2, from_step).Bind(3, before_wall).Run());
   }
   return Status::Ok();
 }

@@ -39,7 +39,9 @@ struct SeriesRow {
   std::string kind;  // scalar, histogram, text
   std::string plugin;
   int32_t data_class = 0;
-  std::optional<int64_t> max_step;  // over live (not superseded) points
+  // The live (not superseded) point with the highest step, and when it was logged.
+  std::optional<int64_t> max_step;
+  double max_step_wall = 0;
 };
 
 struct RunCounters {
@@ -85,9 +87,9 @@ class Store {
                         std::optional<int64_t> step, double wall_time, std::string_view detail);
   Status InsertError(std::optional<int64_t> source_id, std::string_view path, int64_t offset,
                      int64_t length, std::string_view kind, std::string_view detail);
-  // Marks points at step >= `from_step` superseded (a restart re-logs them): every series
-  // of the run, or only `series_ids` when given.
-  Status MarkSuperseded(int64_t run_id, int64_t from_step,
+  // Marks live points at step >= `from_step` logged before `before_wall` superseded (a
+  // restart re-logs them): of every series of the run, or only of `series_ids` when given.
+  Status MarkSuperseded(int64_t run_id, int64_t from_step, double before_wall,
                         const std::vector<int64_t>* series_ids = nullptr);
   // Marks every point read from a source superseded (the file was replaced).
   Status MarkSourceSuperseded(int64_t source_id);
