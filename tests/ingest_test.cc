@@ -44,8 +44,10 @@ class IngestTest : public ::testing::Test {
     std::vector<std::string> out;
     while (*st->Step()) {
       std::string line;
-      for (int c = 0; c < st->ColumnCount(); ++c)
-        line += (c ? "|" : "") + (st->IsNull(c) ? std::string("NULL") : st->Text(c));
+      for (int c = 0; c < st->ColumnCount(); ++c) {
+        if (c) line += '|';
+        line += st->IsNull(c) ? std::string("NULL") : st->Text(c);
+      }
       out.push_back(line);
     }
     return out;
@@ -115,7 +117,7 @@ TEST_F(IngestTest, EveryScalarDtypeAndEncoding) {
   EventFileWriter w(File("dtypes"));
   int i = 0;
   for (const auto& c : cases) {
-    const std::string tag = "t" + std::to_string(i++);
+    const std::string tag = std::string(1, 't').append(std::to_string(i++));
     w.Add(TensorScalarEvent(tag, 1, 5.0, c.in, c.enc, true));
   }
   w.Flush();
@@ -123,7 +125,7 @@ TEST_F(IngestTest, EveryScalarDtypeAndEncoding) {
   EXPECT_EQ(sum.totals.errors, 0);
   i = 0;
   for (const auto& c : cases) {
-    const std::string tag = "t" + std::to_string(i++);
+    const std::string tag = std::string(1, 't').append(std::to_string(i++));
     auto st = store_->db().Prepare("SELECT value FROM scalar_points WHERE tag = ?1");
     st->Bind(1, tag);
     ASSERT_TRUE(*st->Step()) << tag;
@@ -208,7 +210,7 @@ TEST_F(IngestTest, PurgeStepResumeSupersedesTheWholeRunFromTheStartStep) {
             (std::vector<std::string>{"loss|121|0|120|192.0", "val_loss|5|0|40|5.0"}));
   EXPECT_EQ(Count("SELECT count(*) FROM scalar_points_all"), 101 + 11 + 71);
   EXPECT_EQ(Rows("SELECT step, detail LIKE 'SessionLog START%' FROM run_events WHERE kind = 'restart'"),
-            (std::vector<std::string>{"50|1"}));
+            (std::vector<std::string>{"50|1"}));  // one restart, run-wide
 }
 
 TEST_F(IngestTest, PlainStepRewindSupersedesTheRewoundTags) {

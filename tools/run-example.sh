@@ -22,7 +22,7 @@ $tw query --db "$db" "SELECT run, tag, min(step) AS first_step, value_class
 echo
 echo "== best validation loss per run"
 $tw query --db "$db" "SELECT run, tag, min(value) AS best, step FROM scalar_points
-  WHERE tag LIKE '%val%loss%' GROUP BY run, tag"
+  WHERE tag LIKE '%loss%' AND (tag LIKE '%val%' OR run LIKE '%validation%') GROUP BY run, tag"
 echo
 echo "== hyperparameters"
 $tw query --db "$db" "SELECT run, key, value FROM run_hparams ORDER BY run, key"

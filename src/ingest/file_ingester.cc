@@ -212,12 +212,16 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
 }
 
 Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, int64_t offset,
-                             std::string detail, const std::vector<int64_t>* series) {
-  TW_RETURN_IF_ERROR(store_.MarkSuperseded(run.run_id(), step, event_.wall_time, series));
+                             std::string detail, const std::vector<int64_t>* series, bool always) {
+  Result<int64_t> marked = store_.MarkSuperseded(run.run_id(), step, event_.wall_time, series);
+  if (!marked.ok()) return marked.status();
+  if (*marked == 0 && !always) return Status::Ok();
   TW_RETURN_IF_ERROR(store_.InsertRunEvent(run.run_id(), b.source.source_id, offset, "restart",
-                                           step, event_.wall_time, detail));
+                                           step, event_.wall_time,
+                                           detail + " (" + std::to_string(*marked) +
+                                               " earlier points superseded)"));
   b.totals.restarts++;
-  // Live max steps changed for every tag at or past the restart step: reload them.
+  // Live max steps changed for the tags at or past the restart step: reload them.
   const int64_t starts = run.starts_;
   TW_RETURN_IF_ERROR(run.Load());
   run.starts_ = starts;
@@ -248,10 +252,14 @@ Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view rec
       return run_event("file_version", std::nullopt, ev.file_version);
     case decode::What::kSessionLog:
       if (ev.session_status == 1) {
-        if (++run.starts_ > 1)
-          TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
-                                     "SessionLog START at step " + std::to_string(ev.step) +
-                                         " after an earlier START: resumed from a checkpoint"));
+        // A START re-opens the run at its step (PyTorch purge_step, TF1 estimators): every
+        // point of the run logged before it at that step or later is superseded. The first
+        // START of a fresh run supersedes nothing and is no restart.
+        const bool later_start = ++run.starts_ > 1;
+        TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
+                                   "SessionLog START at step " + std::to_string(ev.step) +
+                                       ": resumed from a checkpoint",
+                                   nullptr, later_start));
         return run_event("start", ev.step, "");
       }
       if (ev.session_status == 2) return run_event("stop", ev.step, "");
@@ -292,9 +300,8 @@ Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view rec
   }
   if (!rewound.empty())
     TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
-                               rewound_detail + ": earlier points of the re-logged tags at step >= " +
-                                   std::to_string(ev.step) + " are superseded",
-                               &rewound));
+                               rewound_detail + ": resumed from a checkpoint or re-logged",
+                               &rewound, true));
   int vidx = 0;
   for (const auto& v : ev.values) TW_RETURN_IF_ERROR(ProcessValue(run, b, v, vidx++, offset));
   return Status::Ok();

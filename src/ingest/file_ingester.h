@@ -81,9 +81,10 @@ class FileIngester {
   Status ProcessRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
   Status ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v, int vidx,
                       int64_t offset);
-  // Supersedes live points at step >= `step`: of the whole run, or of `series` only.
+  // Supersedes live points at step >= `step` logged before this event: of the whole run, or
+  // of `series` only. Records a restart event when anything was superseded or `always`.
   Status Restart(RunState& run, Batch& b, int64_t step, int64_t offset, std::string detail,
-                 const std::vector<int64_t>* series = nullptr);
+                 const std::vector<int64_t>* series, bool always);
   Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                             decode::Kind kind);
 

@@ -313,8 +313,9 @@ Status Store::InsertError(std::optional<int64_t> source_id, std::string_view pat
       .Run();
 }
 
-Status Store::MarkSuperseded(int64_t run_id, int64_t from_step, double before_wall,
-                             const std::vector<int64_t>* series_ids) {
+Result<int64_t> Store::MarkSuperseded(int64_t run_id, int64_t from_step, double before_wall,
+                                      const std::vector<int64_t>* series_ids) {
+  int64_t marked = 0;
   for (const char* table : {"scalars", "histograms", "texts"}) {
     const std::string update = std::string("UPDATE ") + table +
                                " SET superseded = 1 WHERE superseded = 0 AND step >= ?2 AND "
@@ -322,16 +323,19 @@ Status Store::MarkSuperseded(int64_t run_id, int64_t from_step, double before_wa
     if (series_ids) {
       Result<Stmt> s = db_->Prepare(update + "series_id = ?1");
       if (!s.ok()) return s.status();
-      for (int64_t id : *series_ids)
+      for (int64_t id : *series_ids) {
         TW_RETURN_IF_ERROR(s->Bind(1, id).Bind(2, from_step).Bind(3, before_wall).Run());
+        marked += db_->Changes();
+      }
       continue;
     }
     Result<Stmt> s = db_->Prepare(
         update + "series_id IN (SELECT series_id FROM series WHERE run_id = ?1)");
     if (!s.ok()) return s.status();
     TW_RETURN_IF_ERROR(s->Bind(1, run_id).Bind(2, from_step).Bind(3, before_wall).Run());
+    marked += db_->Changes();
   }
-  return Status::Ok();
+  return marked;
 }
 
 Status Store::MarkSourceSuperseded(int64_t source_id) {

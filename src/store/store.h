@@ -89,8 +89,9 @@ class Store {
                      int64_t length, std::string_view kind, std::string_view detail);
   // Marks live points at step >= `from_step` logged before `before_wall` superseded (a
   // restart re-logs them): of every series of the run, or only of `series_ids` when given.
-  Status MarkSuperseded(int64_t run_id, int64_t from_step, double before_wall,
-                        const std::vector<int64_t>* series_ids = nullptr);
+  // Returns how many points it marked.
+  Result<int64_t> MarkSuperseded(int64_t run_id, int64_t from_step, double before_wall,
+                                 const std::vector<int64_t>* series_ids = nullptr);
   // Marks every point read from a source superseded (the file was replaced).
   Status MarkSourceSuperseded(int64_t source_id);
   Status AddRunCounters(int64_t run_id, const RunCounters& c);

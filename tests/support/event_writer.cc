@@ -1,5 +1,8 @@
 #include "support/event_writer.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -31,9 +34,18 @@ tf::Event NewEvent(double wall_time, int64_t step = 0) {
   return e;
 }
 
-std::string Serialize(const tf::Event& e) {
+// Deterministic serialization orders map entries (the hparams) by key; otherwise their order
+// varies from process to process and the example logdir would not be reproducible.
+std::string Serialize(const google::protobuf::MessageLite& m) {
   std::string out;
-  if (!e.SerializeToString(&out)) throw std::runtime_error("cannot serialize Event");
+  bool ok;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    ok = m.SerializeToCodedStream(&coded);
+  }  // destroying `coded` trims `out` to the message's size
+  if (!ok) throw std::runtime_error("cannot serialize " + m.GetTypeName());
   return out;
 }
 
@@ -125,8 +137,7 @@ tf::Summary::Value* AddHParamsValue(tf::Event* e, const std::string& tag,
   tf::Summary::Value* v = AddValue(e, tag);
   tf::SummaryMetadata::PluginData* pd = v->mutable_metadata()->mutable_plugin_data();
   pd->set_plugin_name("hparams");
-  if (!data.SerializeToString(pd->mutable_content()))
-    throw std::runtime_error("cannot serialize HParamsPluginData");
+  pd->set_content(Serialize(data));
   return v;
 }
 
