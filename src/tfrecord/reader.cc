@@ -1,6 +1,7 @@
 #include "tfrecord/reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -155,17 +156,33 @@ Status FileReader::Open() {
 }
 
 bool FileReader::Refill(uint64_t needed) {
-  // Keep the unconsumed bytes, drop the rest, then read at least up to `needed` bytes.
+  // Keep the unconsumed bytes, drop the rest.
   const uint64_t keep_from = scanner_.position() - buf_base_;
   const size_t keep = buf_len_ - keep_from;
   if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
   buf_base_ += keep_from;
   buf_len_ = keep;
-  const size_t want = std::max<uint64_t>(needed, keep + chunk_);
+
+  // Never size the buffer past the end of the file: a damaged or half-written header may
+  // announce a record of a gigabyte that is not there (yet).
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    status_ = IoError(path_ + ": stat failed: " + std::strerror(errno));
+    return false;
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const uint64_t available = size > buf_base_ ? size - buf_base_ : 0;
+  if (needed > available) {
+    eof_ = true;
+    return false;
+  }
+  // The first window holds enough of the file to say what it is when it is not TFRecord.
+  if (buf_base_ == 0) needed = std::max<uint64_t>(needed, kSniffBytes);
+  const size_t want = std::min<uint64_t>(std::max<uint64_t>(needed, keep + chunk_), available);
   if (buf_.size() < want) buf_.resize(want);
   bool got_any = false;
-  while (buf_len_ < buf_.size()) {
-    ssize_t n = ::pread(fd_, buf_.data() + buf_len_, buf_.size() - buf_len_,
+  while (buf_len_ < want) {
+    ssize_t n = ::pread(fd_, buf_.data() + buf_len_, want - buf_len_,
                         static_cast<off_t>(buf_base_ + buf_len_));
     if (n < 0) {
       if (errno == EINTR) continue;

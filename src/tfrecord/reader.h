@@ -29,6 +29,9 @@ constexpr size_t kFooterSize = 4;   // masked CRC of the data
 // Larger lengths are treated as corruption. Graph defs of a few hundred MiB exist; 2 GiB is
 // protobuf's own message limit, so nothing real is larger.
 constexpr uint64_t kMaxRecordLength = (uint64_t{1} << 31) - 1;
+// How much of a file's start is read at once, so that a file that is not TFRecord can be
+// named (e.g. "version https://git-lfs..." is a Git LFS pointer).
+constexpr size_t kSniffBytes = 64;
 
 enum class ProblemKind {
   kBadLengthCrc,       // header CRC mismatch; resync follows
