@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "ingest/ingest.h"
@@ -27,25 +26,34 @@ struct ManifestEntry {
 
 // Rows look like: | `path` | bytes | sha | repo | commit | path | writer | license | contents |
 // where contents starts "N records, brain.Event:2, ..., values {simple_value: 80, ...}, ...".
+// Parsed by hand: keys like "tensor[float,r0,content]" hold commas.
 std::vector<ManifestEntry> ReadManifest(const std::string& corpus) {
   std::ifstream in(corpus + "/MANIFEST.md");
   std::vector<ManifestEntry> out;
   std::string line;
-  const std::regex records_re(R"(\| (\d+) records)");
-  const std::regex values_re(R"(values \{([^}]*)\})");
-  const std::regex entry_re(R"(([^ {,][^ ]*): (\d+))");  // keys may hold commas
   while (std::getline(in, line)) {
     if (!line.starts_with("| `")) continue;
-    const auto end = line.find('`', 3);
     ManifestEntry e;
-    e.path = line.substr(3, end - 3);
+    e.path = line.substr(3, line.find('`', 3) - 3);
     if (e.path.find("tfevents") == std::string::npos) continue;
-    std::smatch m;
-    if (std::regex_search(line, m, records_re)) e.records = std::stoll(m[1]);
-    if (std::regex_search(line, m, values_re)) {
-      const std::string vals = m[1];
-      for (std::sregex_iterator it(vals.begin(), vals.end(), entry_re), stop; it != stop; ++it)
-        e.values[(*it)[1]] = std::stoll((*it)[2]);
+    const size_t rec = line.find(" records, ");
+    if (rec != std::string::npos) {
+      size_t digits = rec;
+      while (digits > 0 && std::isdigit(static_cast<unsigned char>(line[digits - 1]))) --digits;
+      e.records = std::stoll(line.substr(digits, rec - digits));
+    }
+    const size_t open = line.find("values {");
+    if (open != std::string::npos) {
+      const size_t close = line.find('}', open);
+      std::istringstream vals(line.substr(open + 8, close - open - 8));
+      std::string key;
+      int64_t n;
+      // "simple_value: 3769, tensor[string,r1]: 2"
+      while (vals >> key >> n) {
+        key.pop_back();  // the ':'
+        e.values[key] = n;
+        vals.ignore(1, ',');
+      }
     }
     out.push_back(std::move(e));
   }

@@ -79,9 +79,11 @@ Scanner::Step Scanner::Next() {
   if (crc32c::Mask(crc32c::Value(h, 8)) != LoadU32(h + 8)) {
     if (base_ + pos_ == 0 && LooksLikeText(std::string_view(h, kHeaderSize))) {
       std::string head = Printable(w_.substr(0, std::min<size_t>(w_.size(), 40)));
-      std::string what = head.starts_with("version https://git-lfs")
-                             ? "a Git LFS pointer (run `git lfs pull` where it was cloned)"
-                             : "text";
+      // A short window may hold only part of the signature: a prefix of it counts.
+      constexpr std::string_view kLfs = "version https://git-lfs";
+      const bool lfs = head.size() >= kLfs.size() ? head.starts_with(kLfs) : kLfs.starts_with(head);
+      std::string what =
+          lfs ? "a Git LFS pointer (run `git lfs pull` where it was cloned)" : "text";
       state_.rejected = true;
       problem_ = Problem{ProblemKind::kNotTfRecord, 0, 0,
                          "not a TFRecord file: it starts with \"" + head + "\", which is " + what};
