@@ -14,6 +14,8 @@ constexpr const char* kHelp = R"(trainwatch: a training-run doctor for TensorBoa
 usage: trainwatch COMMAND [options]
 
 commands:
+  daemon   watch logdirs and ingest continuously (the service)
+  status   what a daemon is doing: roots, runs, files, lag, recent errors
   ingest   read logdirs into a SQLite store once and exit
   query    run SQL against a store (read-only) and print table, CSV or JSON
   runs     list the runs in a store
@@ -35,6 +37,8 @@ int Main(int argc, char** argv) {
     if (cmd == "ingest") return CmdIngest(rest);
     if (cmd == "query") return CmdQuery(rest);
     if (cmd == "runs") return CmdRuns(rest);
+    if (cmd == "daemon") return CmdDaemon(rest);
+    if (cmd == "status") return CmdStatus(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kHelp;
       return 0;

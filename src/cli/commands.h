@@ -12,5 +12,7 @@ using Args = std::vector<std::string>;
 int CmdIngest(const Args& args);
 int CmdQuery(const Args& args);
 int CmdRuns(const Args& args);
+int CmdDaemon(const Args& args);
+int CmdStatus(const Args& args);
 
 }  // namespace tw::cli

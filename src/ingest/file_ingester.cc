@@ -68,7 +68,8 @@ class FileIngester::Batch {
 };
 
 Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* totals,
-                                const ProgressFn& progress) {
+                                const ProgressFn& progress, bool* more) {
+  if (more) *more = false;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::Ok();  // deleted since it was listed
@@ -81,17 +82,30 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   const auto size = static_cast<int64_t>(st.st_size);
   const auto dev = static_cast<int64_t>(st.st_dev);
   const auto ino = static_cast<int64_t>(st.st_ino);
+  bool moved = false;
+  if (!*found) {
+    // A file we know under another path that no longer exists was moved or its run
+    // directory renamed: follow it, keeping its points and offset, instead of reading it
+    // again as a new file.
+    Result<std::optional<store::SourceRow>> same = store_.FindSourceByInode(dev, ino);
+    if (!same.ok()) return same.status();
+    struct stat old_st;
+    if (*same && ::stat((*same)->path.c_str(), &old_st) != 0 && errno == ENOENT) {
+      found = std::move(same);
+      moved = true;
+    }
+  }
   bool new_generation = false;
   if (*found) {
     b.source = **found;
     const bool same_file = b.source.dev == dev && b.source.ino == ino &&
                            size >= b.source.committed_offset;
     if (same_file && b.source.status == "rejected") {
-      if (size == b.source.size_seen) return Status::Ok();  // reported once already
+      if (size == b.source.size_seen && !moved) return Status::Ok();  // reported once already
       new_generation = true;  // rewritten since (git lfs pull, say): read it from the start
     } else if (same_file) {
       if (size == b.source.committed_offset && !b.source.resyncing &&
-          b.source.status == "active")
+          b.source.status == "active" && !moved)
         return Status::Ok();  // nothing new
     } else {
       new_generation = true;
@@ -103,6 +117,15 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     store_.Rollback();
     return s;
   };
+  if (moved) {
+    Status s = store_.MoveSource(b.source.source_id, path, run.run_id());
+    if (s.ok())
+      s = store_.InsertRunEvent(run.run_id(), b.source.source_id, b.source.committed_offset,
+                                "file_moved", std::nullopt, 0, "moved from " + b.source.path);
+    if (!s.ok()) return fail(s);
+    b.source.path = path;
+    b.source.run_id = run.run_id();
+  }
   if (!*found || new_generation) {
     store::SourceRow fresh;
     fresh.run_id = run.run_id();
@@ -163,7 +186,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     return Status::Ok();
   };
 
-  for (bool more = true; more;) {
+  for (bool reading = true; reading;) {
     switch (reader.Next()) {
       case tfrecord::FileReader::Step::kRecord: {
         Status s = ProcessRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
@@ -187,11 +210,19 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
         break;
       }
       case tfrecord::FileReader::Step::kEnd:
-        more = false;
+        reading = false;
         continue;
     }
-    if (b.points_since_commit >= options_.batch_points) {
+    const bool turn_over =
+        options_.max_bytes_per_call > 0 &&
+        static_cast<int64_t>(reader.position()) - start_offset >= options_.max_bytes_per_call;
+    if (b.points_since_commit >= options_.batch_points || turn_over) {
       if (Status s = commit(); !s.ok()) return fail(s);
+      if (turn_over || (options_.stop && options_.stop->load())) {
+        if (more) *more = true;
+        if (Status s = store_.Begin(); !s.ok()) return s;
+        break;
+      }
       if (Status s = store_.Begin(); !s.ok()) return s;
     }
   }
@@ -205,7 +236,9 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   }
   if (Status s = commit(); !s.ok()) return fail(s);
   b.totals.bytes = b.source.committed_offset - start_offset;
-  if (b.source.status == "active" && !b.source.resyncing && b.source.committed_offset < size)
+  const bool paused = more && *more;
+  if (!paused && b.source.status == "active" && !b.source.resyncing &&
+      b.source.committed_offset < size)
     b.totals.partial_tails++;
   totals->Add(b.totals);
   return Status::Ok();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +36,11 @@ struct Totals {
 
 struct IngestOptions {
   int64_t batch_points = 20000;  // commit at least this often, so readers are never blocked long
+  // Stop a file after this many bytes (at a commit point) and report that more is pending, so
+  // the caller can take turns between files. 0: read to the end.
+  int64_t max_bytes_per_call = 0;
+  // Checked at every commit point: when set, stop early (what was read is committed).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Called with (bytes consumed so far in this file) after each commit.
@@ -73,8 +79,10 @@ class FileIngester {
   // Reads whatever `path` holds beyond its committed offset. Problems in the file are
   // recorded (ingest_errors) and counted, not returned; a non-ok Status means the store
   // failed (disk full, I/O) and nothing of this call's open batch was committed.
+  // `*more` (if given) says whether the file has bytes left that this call did not read
+  // (max_bytes_per_call or stop).
   Status IngestFile(RunState& run, const std::string& path, Totals* totals,
-                    const ProgressFn& progress = {});
+                    const ProgressFn& progress = {}, bool* more = nullptr);
 
  private:
   class Batch;

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "ingest/discover.h"
+#include "ingest/runs.h"
 
 namespace tw::ingest {
 
@@ -57,7 +58,7 @@ Status IngestPaths(store::Store& store, const std::vector<std::string>& paths,
   }
   FileIngester ingester(store, options);
   for (const auto& j : jobs) {
-    Result<int64_t> run_id = store.EnsureRun(j.root, j.run.name);
+    Result<int64_t> run_id = ResolveRun(store, j.root, j.run.name, j.run.files);
     if (!run_id.ok()) return run_id.status();
     RunState run(store, *run_id);
     TW_RETURN_IF_ERROR(run.Load());

@@ -98,16 +98,9 @@ Status Store::Commit() { return db_->Exec("COMMIT"); }
 void Store::Rollback() { (void)db_->Exec("ROLLBACK"); }
 
 Result<int64_t> Store::EnsureRun(std::string_view root, std::string_view name) {
-  Stmt& f = st_->find_run;
-  f.Bind(1, root).Bind(2, name);
-  Result<bool> row = f.Step();
-  if (!row.ok()) return row.status();
-  if (*row) {
-    int64_t id = f.Int(0);
-    f.Reset();
-    return id;
-  }
-  f.Reset();
+  Result<std::optional<int64_t>> found = FindRun(root, name);
+  if (!found.ok()) return found.status();
+  if (*found) return **found;
   TW_RETURN_IF_ERROR(st_->insert_run.Bind(1, root).Bind(2, name).Bind(3, Now()).Run());
   return db_->LastInsertId();
 }
@@ -179,31 +172,79 @@ Result<int64_t> Store::CountStarts(int64_t run_id) {
   return s->Int(0);
 }
 
-Result<std::optional<SourceRow>> Store::FindSource(std::string_view path) {
-  Result<Stmt> s = db_->Prepare(
-      "SELECT source_id, run_id, path, generation, dev, ino, size_seen, committed_offset, "
-      "resyncing, resync_from, status, records, error_count FROM sources WHERE path = ?1 "
-      "ORDER BY generation DESC LIMIT 1");
-  if (!s.ok()) return s.status();
-  s->Bind(1, path);
-  Result<bool> row = s->Step();
+namespace {
+constexpr const char* kSourceColumns =
+    "SELECT source_id, run_id, path, generation, dev, ino, size_seen, committed_offset, "
+    "resyncing, resync_from, status, records, error_count FROM sources ";
+
+Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
+  Result<bool> row = s.Step();
   if (!row.ok()) return row.status();
   if (!*row) return std::optional<SourceRow>();
   SourceRow r;
-  r.source_id = s->Int(0);
-  r.run_id = s->Int(1);
-  r.path = s->Text(2);
-  r.generation = s->Int(3);
-  r.dev = s->Int(4);
-  r.ino = s->Int(5);
-  r.size_seen = s->Int(6);
-  r.committed_offset = s->Int(7);
-  r.resyncing = s->Int(8) != 0;
-  r.resync_from = s->Int(9);
-  r.status = s->Text(10);
-  r.records = s->Int(11);
-  r.error_count = s->Int(12);
+  r.source_id = s.Int(0);
+  r.run_id = s.Int(1);
+  r.path = s.Text(2);
+  r.generation = s.Int(3);
+  r.dev = s.Int(4);
+  r.ino = s.Int(5);
+  r.size_seen = s.Int(6);
+  r.committed_offset = s.Int(7);
+  r.resyncing = s.Int(8) != 0;
+  r.resync_from = s.Int(9);
+  r.status = s.Text(10);
+  r.records = s.Int(11);
+  r.error_count = s.Int(12);
   return std::optional<SourceRow>(std::move(r));
+}
+}  // namespace
+
+Result<std::optional<SourceRow>> Store::FindSource(std::string_view path) {
+  Result<Stmt> s = db_->Prepare(std::string(kSourceColumns) +
+                                "WHERE path = ?1 ORDER BY generation DESC LIMIT 1");
+  if (!s.ok()) return s.status();
+  s->Bind(1, path);
+  return ReadOneSource(*s);
+}
+
+Result<std::optional<SourceRow>> Store::FindSourceByInode(int64_t dev, int64_t ino) {
+  Result<Stmt> s = db_->Prepare(std::string(kSourceColumns) +
+                                "WHERE dev = ?1 AND ino = ?2 AND status = 'active' "
+                                "ORDER BY source_id DESC LIMIT 1");
+  if (!s.ok()) return s.status();
+  s->Bind(1, dev).Bind(2, ino);
+  return ReadOneSource(*s);
+}
+
+Status Store::MoveSource(int64_t source_id, std::string_view path, int64_t run_id) {
+  Result<Stmt> s = db_->Prepare("UPDATE sources SET path = ?2, run_id = ?3 WHERE source_id = ?1");
+  if (!s.ok()) return s.status();
+  return s->Bind(1, source_id).Bind(2, path).Bind(3, run_id).Run();
+}
+
+Result<std::optional<int64_t>> Store::FindRun(std::string_view root, std::string_view name) {
+  Stmt& f = st_->find_run;
+  f.Bind(1, root).Bind(2, name);
+  Result<bool> row = f.Step();
+  if (!row.ok()) return row.status();
+  std::optional<int64_t> id;
+  if (*row) id = f.Int(0);
+  f.Reset();
+  return id;
+}
+
+Status Store::RenameRun(int64_t run_id, std::string_view name) {
+  Result<Stmt> s = db_->Prepare("UPDATE runs SET name = ?2 WHERE run_id = ?1");
+  if (!s.ok()) return s.status();
+  return s->Bind(1, run_id).Bind(2, name).Run();
+}
+
+Status Store::SetDaemonState(std::string_view key, std::string_view value) {
+  Result<Stmt> s = db_->Prepare(
+      "INSERT INTO daemon_state(key, value, updated) VALUES (?1, ?2, ?3) "
+      "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = excluded.updated");
+  if (!s.ok()) return s.status();
+  return s->Bind(1, key).Bind(2, value).Bind(3, Now()).Run();
 }
 
 Result<int64_t> Store::AddSource(const SourceRow& r) {

@@ -72,7 +72,13 @@ class Store {
   // How many SessionLog START events the run has so far.
   Result<int64_t> CountStarts(int64_t run_id);
 
+  Result<std::optional<int64_t>> FindRun(std::string_view root, std::string_view name);
+  Status RenameRun(int64_t run_id, std::string_view name);
+
   Result<std::optional<SourceRow>> FindSource(std::string_view path);  // newest generation
+  // The active source that is this very file (device and inode), whatever its path.
+  Result<std::optional<SourceRow>> FindSourceByInode(int64_t dev, int64_t ino);
+  Status MoveSource(int64_t source_id, std::string_view path, int64_t run_id);
   Result<int64_t> AddSource(const SourceRow& row);  // source_id
   Status UpdateSource(const SourceRow& row);
 
@@ -95,6 +101,8 @@ class Store {
   // Marks every point read from a source superseded (the file was replaced).
   Status MarkSourceSuperseded(int64_t source_id);
   Status AddRunCounters(int64_t run_id, const RunCounters& c);
+  // What the daemon says about itself (daemon_state), for `trainwatch status`.
+  Status SetDaemonState(std::string_view key, std::string_view value);
 
  private:
   explicit Store(std::unique_ptr<Db> db);

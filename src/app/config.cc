@@ -1,0 +1,191 @@
+#include "app/config.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <toml++/toml.h>
+
+namespace tw::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Where(const std::string& file, const toml::source_region& src) {
+  return file + ":" + std::to_string(src.begin.line) + ": ";
+}
+
+// Reads one table's keys, refusing any key it does not know: a typo must not be silently
+// ignored (a misspelt `rescan_intervall` would otherwise leave the default in force).
+class Section {
+ public:
+  Section(const std::string& file, const std::string& name, const toml::table& t)
+      : file_(file), name_(name), t_(t) {}
+
+  Status CheckKeys(const std::set<std::string>& known) const {
+    for (const auto& [k, v] : t_) {
+      if (!known.count(std::string(k.str()))) {
+        std::string list;
+        for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+        return InvalidArgument(Where(file_, k.source()) + "unknown key '" + std::string(k.str()) +
+                               "' in [" + name_ + "] (expected one of: " + list + ")");
+      }
+    }
+    return Status::Ok();
+  }
+  template <typename T>
+  Status Get(const char* key, const char* expected, T* out) const {
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    auto v = n->value<T>();
+    if (!v || (std::is_same_v<T, int64_t> && !n->is_integer()))
+      return InvalidArgument(Where(file_, n->source()) + "[" + name_ + "] " + key + " must be " +
+                             expected + ", got " + TypeName(*n));
+    *out = *v;
+    return Status::Ok();
+  }
+  Status GetStrings(const char* key, std::vector<std::string>* out) const {
+    const toml::node* n = t_.get(key);
+    if (!n) return Status::Ok();
+    const toml::array* a = n->as_array();
+    if (!a)
+      return InvalidArgument(Where(file_, n->source()) + "[" + name_ + "] " + key +
+                             " must be an array of strings, got " + TypeName(*n));
+    out->clear();
+    for (const auto& e : *a) {
+      auto s = e.value<std::string>();
+      if (!s || !e.is_string())
+        return InvalidArgument(Where(file_, e.source()) + "[" + name_ + "] " + key +
+                               " must hold strings, got " + TypeName(e));
+      out->push_back(*s);
+    }
+    return Status::Ok();
+  }
+  const toml::node* node(const char* key) const { return t_.get(key); }
+
+ private:
+  static std::string TypeName(const toml::node& n) {
+    switch (n.type()) {
+      case toml::node_type::string: return "a string";
+      case toml::node_type::integer: return "an integer";
+      case toml::node_type::floating_point: return "a number";
+      case toml::node_type::boolean: return "a boolean";
+      case toml::node_type::array: return "an array";
+      case toml::node_type::table: return "a table";
+      default: return "a date/time";
+    }
+  }
+  const std::string& file_;
+  std::string name_;
+  const toml::table& t_;
+};
+
+std::string Resolve(const fs::path& base, const std::string& p) {
+  fs::path path(p);
+  return (path.is_absolute() ? path : base / path).lexically_normal().native();
+}
+
+}  // namespace
+
+Result<Config> LoadConfigFile(const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    if (e.source().begin.line == 0)
+      return InvalidArgument(path + ": cannot read config: " + std::string(e.description()));
+    return InvalidArgument(Where(path, e.source()) + std::string(e.description()));
+  }
+  Config c;
+  c.origin = path;
+  const fs::path base = fs::absolute(path).parent_path();
+  static const toml::table kEmpty;
+  auto table = [&](const char* name) -> Result<const toml::table*> {
+    const toml::node* n = root.get(name);
+    if (!n) return &kEmpty;
+    if (!n->is_table())
+      return Status(InvalidArgument(Where(path, n->source()) + "'" + name + "' must be a table"));
+    return n->as_table();
+  };
+  Section top(path, "top level", root);
+  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log"}));
+
+  Result<const toml::table*> store = table("store");
+  if (!store.ok()) return store.status();
+  Section s(path, "store", **store);
+  TW_RETURN_IF_ERROR(s.CheckKeys({"path"}));
+  std::string db;
+  TW_RETURN_IF_ERROR(s.Get("path", "a string (a file path)", &db));
+  c.db_path = db.empty() ? DefaultDbPath() : Resolve(base, db);
+
+  Result<const toml::table*> watch = table("watch");
+  if (!watch.ok()) return watch.status();
+  Section w(path, "watch", **watch);
+  TW_RETURN_IF_ERROR(w.CheckKeys({"roots", "rescan_interval_seconds", "inotify"}));
+  std::vector<std::string> roots;
+  TW_RETURN_IF_ERROR(w.GetStrings("roots", &roots));
+  for (const auto& r : roots) c.roots.push_back(Resolve(base, r));
+  double rescan = c.rescan_interval_ms / 1000.0;
+  TW_RETURN_IF_ERROR(w.Get("rescan_interval_seconds", "a number of seconds", &rescan));
+  if (rescan < 0.05 || rescan > 86400)
+    return InvalidArgument(Where(path, w.node("rescan_interval_seconds")->source()) +
+                           "[watch] rescan_interval_seconds must be between 0.05 and 86400");
+  c.rescan_interval_ms = static_cast<int64_t>(rescan * 1000);
+  TW_RETURN_IF_ERROR(w.Get("inotify", "true or false", &c.inotify));
+
+  Result<const toml::table*> ingest = table("ingest");
+  if (!ingest.ok()) return ingest.status();
+  Section i(path, "ingest", **ingest);
+  TW_RETURN_IF_ERROR(i.CheckKeys({"batch_points", "max_bytes_per_turn"}));
+  TW_RETURN_IF_ERROR(i.Get("batch_points", "a positive integer", &c.batch_points));
+  TW_RETURN_IF_ERROR(i.Get("max_bytes_per_turn", "a positive integer", &c.max_bytes_per_turn));
+  if (c.batch_points < 1)
+    return InvalidArgument(Where(path, i.node("batch_points")->source()) +
+                           "[ingest] batch_points must be at least 1");
+  if (c.max_bytes_per_turn < 4096)
+    return InvalidArgument(Where(path, i.node("max_bytes_per_turn")->source()) +
+                           "[ingest] max_bytes_per_turn must be at least 4096");
+
+  Result<const toml::table*> logt = table("log");
+  if (!logt.ok()) return logt.status();
+  Section l(path, "log", **logt);
+  TW_RETURN_IF_ERROR(l.CheckKeys({"verbose"}));
+  TW_RETURN_IF_ERROR(l.Get("verbose", "true or false", &c.verbose));
+  return c;
+}
+
+std::string DefaultDbPath() {
+  const char* state = std::getenv("STATE_DIRECTORY");
+  if (state && *state) {
+    std::string first(state);
+    first = first.substr(0, first.find(':'));  // systemd lists several, colon-separated
+    return (fs::path(first) / "trainwatch.db").native();
+  }
+  return (fs::current_path() / "trainwatch.db").native();
+}
+
+Status Validate(Config* c) {
+  if (c->roots.empty())
+    return InvalidArgument(c->origin + ": no roots to watch (set [watch] roots, or --logdir DIR)");
+  for (auto& r : c->roots) {
+    std::error_code ec;
+    if (!fs::is_directory(r, ec))
+      return InvalidArgument(c->origin + ": root '" + r + "' is not a directory");
+    if (::access(r.c_str(), R_OK | X_OK) != 0)
+      return InvalidArgument(c->origin + ": root '" + r + "' is not readable");
+    r = fs::canonical(r, ec).native();
+  }
+  const fs::path dir = fs::absolute(c->db_path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return InvalidArgument(c->origin + ": the store's directory '" + dir.native() +
+                           "' does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return InvalidArgument(c->origin + ": the store's directory '" + dir.native() +
+                           "' is not writable");
+  return Status::Ok();
+}
+
+}  // namespace tw::app

@@ -1,0 +1,39 @@
+// The daemon's configuration: one TOML file (docs/trainwatch.example.toml documents every
+// key), or none at all with the embedded defaults and command-line flags. A config error names
+// the file, line and what was expected, and the daemon refuses to start (or, on SIGHUP, keeps
+// the configuration it has).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tw::app {
+
+struct Config {
+  std::string origin = "(defaults)";    // where it came from, for messages
+  std::vector<std::string> roots;       // absolute paths of the watched logdirs
+  std::string db_path;                  // the store
+  int64_t rescan_interval_ms = 30000;   // the periodic rescan, the source of truth
+  bool inotify = true;                  // off for NFS/CIFS/sshfs, where no events arrive
+  int64_t batch_points = 20000;         // commit at least this often
+  int64_t max_bytes_per_turn = 64 << 20;  // per file per turn, so a backfill cannot starve live runs
+  bool verbose = false;
+
+  bool operator==(const Config&) const = default;
+};
+
+// Parses a TOML config file. Relative roots and db paths resolve against the file's directory.
+Result<Config> LoadConfigFile(const std::string& path);
+
+// The default store location with no config: $STATE_DIRECTORY (systemd's StateDirectory=)
+// if set, else the current directory.
+std::string DefaultDbPath();
+
+// Checks what can only be checked on this machine: every root is a readable directory and the
+// store's directory is writable. Resolves roots to canonical absolute paths.
+Status Validate(Config* config);
+
+}  // namespace tw::app

@@ -1,0 +1,302 @@
+#include "app/daemon.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "app/ingest_worker.h"
+#include "app/sd_notify.h"
+#include "app/work_queue.h"
+#include "base/log.h"
+#include "store/store.h"
+#include "watch/inotify_watcher.h"
+#include "watch/snapshot.h"
+
+namespace tw::app {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+Result<Config> BuildConfig(const DaemonArgs& args) {
+  Config c;
+  if (!args.config_path.empty()) {
+    Result<Config> loaded = LoadConfigFile(args.config_path);
+    if (!loaded.ok()) return loaded.status();
+    c = std::move(*loaded);
+  } else {
+    c.origin = "command line";
+    c.db_path = DefaultDbPath();
+  }
+  for (const auto& d : args.logdirs) c.roots.push_back(fs::absolute(d).lexically_normal().native());
+  if (!args.db_path.empty()) c.db_path = fs::absolute(args.db_path).native();
+  if (args.rescan_seconds) {
+    if (*args.rescan_seconds < 0.05 || *args.rescan_seconds > 86400)
+      return InvalidArgument("--rescan-interval must be between 0.05 and 86400 seconds");
+    c.rescan_interval_ms = static_cast<int64_t>(*args.rescan_seconds * 1000);
+  }
+  if (args.no_inotify) c.inotify = false;
+  if (args.verbose) c.verbose = true;
+  std::sort(c.roots.begin(), c.roots.end());
+  c.roots.erase(std::unique(c.roots.begin(), c.roots.end()), c.roots.end());
+  TW_RETURN_IF_ERROR(Validate(&c));
+  return c;
+}
+
+namespace {
+
+std::string Join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+class Daemon {
+ public:
+  Daemon(DaemonArgs args, Config cfg, std::unique_ptr<store::Store> store)
+      : args_(std::move(args)),
+        cfg_(std::move(cfg)),
+        signals_(io_, SIGTERM, SIGINT, SIGHUP),
+        rescan_timer_(io_),
+        watchdog_timer_(io_),
+        notifier_(Notifier::FromEnvironment()),
+        worker_(std::move(store), queue_, IngestOptions(cfg_)) {}
+
+  int Run() {
+    log::Info("trainwatch daemon: watching " + Join(cfg_.roots, ", ") + "; store " +
+              cfg_.db_path + "; rescan every " + std::to_string(cfg_.rescan_interval_ms) +
+              " ms; inotify " + (cfg_.inotify ? "on" : "off"));
+    worker_.SetRoots(cfg_.roots);
+    worker_.SetState("pid", std::to_string(::getpid()));
+    worker_.SetState("started", std::to_string(WallNow()));
+    worker_.SetState("config", cfg_.origin);
+    worker_.SetState("phase", "starting");
+    writer_ = std::thread([this] { worker_.Run(); });
+
+    if (cfg_.inotify) StartInotify();
+    Rescan();  // the initial scan: every known file resumes from its committed offset
+    signals_.async_wait([this](auto ec, int sig) { OnSignal(ec, sig); });
+    ScheduleWatchdog();
+    notifier_.Send("READY=1\nSTATUS=" + StatusLine());
+    worker_.SetState("phase", "live");
+    io_.run();
+
+    // Stopped: let the writer finish its current commit, then leave.
+    worker_.RequestStop();
+    queue_.Close();
+    writer_.join();
+    log::Info("trainwatch daemon: stopped; " + std::to_string(worker_.counters().points.load()) +
+              " points ingested in this run");
+    return exit_code_;
+  }
+
+ private:
+  static ingest::IngestOptions IngestOptions(const Config& c) {
+    ingest::IngestOptions o;
+    o.batch_points = c.batch_points;
+    o.max_bytes_per_call = c.max_bytes_per_turn;
+    return o;
+  }
+
+  void StartInotify() {
+    watcher_ = std::make_unique<watch::InotifyWatcher>(
+        io_, [this](const std::string& path) { Post(path); },
+        [this] { rescan_soon_ = true; RescanSoon(); });
+    if (Status st = watcher_->Start(); !st.ok()) {
+      log::Warning("inotify unavailable (" + st.message() + "); relying on rescans");
+      watcher_.reset();
+      return;
+    }
+    for (const auto& root : cfg_.roots) watcher_->AddTree(root);
+    log::Info("inotify: watching " + std::to_string(watcher_->watch_count()) + " directories");
+  }
+
+  void Post(const std::string& path) { queue_.Post(path); }
+
+  // The periodic rescan: the truth that inotify only hints at.
+  void Rescan() {
+    const auto t0 = std::chrono::steady_clock::now();
+    watch::Snapshot now = watch::Walk(cfg_.roots);
+    std::vector<std::string> changed = watch::Diff(snapshot_, now);
+    for (const auto& p : changed) Post(p);
+    if (watcher_) {
+      const size_t added = watcher_->EnsureWatched(now.dirs);
+      if (added && !first_rescan_)
+        log::Debug("rescan: " + std::to_string(added) + " directories were not watched yet");
+    }
+    worker_.RetryFailed();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+    if (first_rescan_) {
+      log::Info("initial scan: " + std::to_string(now.files.size()) + " event files in " +
+                std::to_string(now.dirs.size()) + " directories (" + std::to_string(ms) +
+                " ms); reading what is new since the last run");
+    } else if (!changed.empty()) {
+      log::Debug("rescan: " + std::to_string(changed.size()) + " files changed");
+    }
+    first_rescan_ = false;
+    files_ = now.files.size();
+    snapshot_ = std::move(now);
+    worker_.SetState("last_rescan", std::to_string(WallNow()));
+    worker_.SetState("roots", Join(cfg_.roots, "\n"));
+    worker_.SetState("inotify", !cfg_.inotify ? "off"
+                                : !watcher_   ? "unavailable"
+                                : watcher_->degraded() ? "degraded: " + watcher_->degraded_reason()
+                                                       : "on");
+    notifier_.Send("STATUS=" + StatusLine());
+    ScheduleRescan();
+  }
+
+  void ScheduleRescan() {
+    rescan_timer_.expires_after(std::chrono::milliseconds(cfg_.rescan_interval_ms));
+    rescan_timer_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) Rescan();
+    });
+  }
+
+  // An inotify overflow (or a directory moved away) asks for a rescan now, once.
+  void RescanSoon() {
+    if (!rescan_soon_) return;
+    boost::asio::post(io_, [this] {
+      if (!rescan_soon_) return;
+      rescan_soon_ = false;
+      rescan_timer_.cancel();
+      Rescan();
+    });
+  }
+
+  void ScheduleWatchdog() {
+    const int64_t usec = notifier_.watchdog_usec();
+    if (usec <= 0) return;
+    watchdog_timer_.expires_after(std::chrono::microseconds(usec / 2));
+    watchdog_timer_.async_wait([this, usec](boost::system::error_code ec) {
+      if (ec) return;
+      // Ping only while the writer thread shows life: a stuck writer must be restarted.
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+      if (now_ms - worker_.counters().heartbeat_ms.load() < usec / 1000) {
+        notifier_.Send("WATCHDOG=1");
+      } else {
+        log::Error("writer thread unresponsive; withholding the watchdog ping");
+      }
+      ScheduleWatchdog();
+    });
+  }
+
+  std::string StatusLine() const {
+    const auto& c = worker_.counters();
+    return std::to_string(cfg_.roots.size()) + " roots, " + std::to_string(files_) +
+           " files; " + std::to_string(queue_.size()) + " queued; " +
+           std::to_string(c.points.load()) + " points ingested";
+  }
+
+  void OnSignal(boost::system::error_code ec, int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      Reload();
+      signals_.async_wait([this](auto e, int s) { OnSignal(e, s); });
+      return;
+    }
+    log::Info(std::string("trainwatch daemon: ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+              ", stopping");
+    notifier_.Send("STOPPING=1");
+    worker_.SetState("phase", "stopped");
+    worker_.RequestStop();
+    rescan_timer_.cancel();
+    watchdog_timer_.cancel();
+    watcher_.reset();
+    io_.stop();
+  }
+
+  void Reload() {
+    const auto mono = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+    notifier_.Send("RELOADING=1\nMONOTONIC_USEC=" + std::to_string(mono));
+    Result<Config> next = BuildConfig(args_);
+    if (!next.ok()) {
+      log::Error("reload rejected, keeping the running configuration: " + next.status().message());
+      notifier_.Send("READY=1\nSTATUS=reload rejected: " + next.status().message());
+      return;
+    }
+    if (next->db_path != cfg_.db_path)
+      log::Warning("reload: the store path changed to " + next->db_path +
+                   "; that takes a restart (still writing " + cfg_.db_path + ")");
+    const std::set<std::string> before(cfg_.roots.begin(), cfg_.roots.end());
+    const std::set<std::string> after(next->roots.begin(), next->roots.end());
+    Config applied = std::move(*next);
+    applied.db_path = cfg_.db_path;
+    const bool inotify_was = cfg_.inotify;
+    cfg_ = std::move(applied);
+    log::SetVerbose(cfg_.verbose);
+    worker_.SetRoots(cfg_.roots);
+    for (const auto& r : before)
+      if (!after.count(r)) {
+        log::Info("reload: no longer watching " + r + " (its data stays in the store)");
+        if (watcher_) watcher_->RemoveTree(r);
+      }
+    if (cfg_.inotify && !inotify_was) StartInotify();
+    if (!cfg_.inotify && inotify_was) watcher_.reset();
+    for (const auto& r : after)
+      if (!before.count(r)) {
+        log::Info("reload: now watching " + r);
+        if (watcher_) watcher_->AddTree(r);
+      }
+    log::Info("reload: configuration from " + cfg_.origin + " applied");
+    rescan_timer_.cancel();
+    Rescan();  // picks up the new roots' files and the new interval
+    notifier_.Send("READY=1\nSTATUS=" + StatusLine());
+  }
+
+  DaemonArgs args_;
+  Config cfg_;
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer rescan_timer_, watchdog_timer_;
+  Notifier notifier_;
+  WorkQueue queue_;
+  IngestWorker worker_;
+  std::thread writer_;
+  std::unique_ptr<watch::InotifyWatcher> watcher_;
+  watch::Snapshot snapshot_;
+  size_t files_ = 0;
+  bool first_rescan_ = true;
+  bool rescan_soon_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace
+
+int RunDaemon(const DaemonArgs& args) {
+  log::SetVerbose(args.verbose);
+  Result<Config> cfg = BuildConfig(args);
+  if (!cfg.ok()) {
+    log::Error("configuration error: " + cfg.status().message());
+    return kExitConfig;
+  }
+  log::SetVerbose(cfg->verbose);
+  Result<std::unique_ptr<store::Store>> store = store::Store::Open(cfg->db_path);
+  if (!store.ok()) {
+    log::Error("cannot open the store: " + store.status().message());
+    return store.status().code() == Code::kNotOurs ? kExitConfig : 1;
+  }
+  // Block the signals we handle in every thread; the io_context's signal_set takes them.
+  Daemon daemon(args, std::move(*cfg), std::move(*store));
+  return daemon.Run();
+}
+
+}  // namespace tw::app

@@ -1,0 +1,36 @@
+// `trainwatch daemon`: watch roots, ingest continuously, run under systemd.
+//
+// Threads (docs/daemon.md has the whole picture):
+//   - the I/O thread (the main thread) runs the io_context: inotify, the rescan and watchdog
+//     timers, signals, sd_notify. It owns the watcher, the last rescan snapshot and the config.
+//   - the writer thread runs IngestWorker::Run and owns the only read-write store connection.
+//   They share only the WorkQueue (paths) and IngestWorker's thread-safe setters/counters.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/config.h"
+
+namespace tw::app {
+
+struct DaemonArgs {
+  std::string config_path;              // empty: no config file, defaults + flags
+  std::vector<std::string> logdirs;     // --logdir, added to the configured roots
+  std::string db_path;                  // --db, overrides the config
+  std::optional<double> rescan_seconds; // --rescan-interval
+  bool no_inotify = false;              // --no-inotify
+  bool verbose = false;                 // --verbose
+};
+
+// The effective configuration: the file (if any), then the flags on top; validated.
+Result<Config> BuildConfig(const DaemonArgs& args);
+
+// Runs until SIGTERM/SIGINT. Returns the process exit status: 0 after a clean stop,
+// 78 (EX_CONFIG) for a configuration error, 1 for anything else that stopped it.
+int RunDaemon(const DaemonArgs& args);
+
+constexpr int kExitConfig = 78;
+
+}  // namespace tw::app

@@ -1,0 +1,160 @@
+#include "app/ingest_worker.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "base/log.h"
+#include "ingest/runs.h"
+
+namespace tw::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+ingest::IngestOptions WithStop(ingest::IngestOptions o, const std::atomic<bool>* stop) {
+  o.stop = stop;
+  return o;
+}
+}  // namespace
+
+IngestWorker::IngestWorker(std::unique_ptr<store::Store> store, WorkQueue& queue,
+                           ingest::IngestOptions options)
+    : store_(std::move(store)), queue_(queue), options_(WithStop(options, &stop_)),
+      ingester_(*store_, options_) {}
+
+IngestWorker::~IngestWorker() = default;
+
+void IngestWorker::SetRoots(std::vector<std::string> roots) {
+  std::lock_guard lock(mu_);
+  roots_ = std::move(roots);
+}
+
+void IngestWorker::SetState(const std::string& key, const std::string& value) {
+  std::lock_guard lock(mu_);
+  pending_state_[key] = value;
+}
+
+void IngestWorker::RetryFailed() {
+  std::vector<std::string> failed;
+  {
+    std::lock_guard lock(mu_);
+    failed.swap(failed_);
+  }
+  for (const auto& f : failed) queue_.Post(f);
+}
+
+void IngestWorker::Beat() {
+  counters_.heartbeat_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+}
+
+void IngestWorker::FlushState() {
+  std::map<std::string, std::string> state;
+  {
+    std::lock_guard lock(mu_);
+    state.swap(pending_state_);
+  }
+  if (state.empty()) return;
+  Status st = store_->Begin();
+  for (const auto& [k, v] : state)
+    if (st.ok()) st = store_->SetDaemonState(k, v);
+  if (st.ok()) st = store_->Commit();
+  if (!st.ok()) {
+    store_->Rollback();
+    log::Warning("store: cannot record daemon state: " + st.message());
+    std::lock_guard lock(mu_);
+    for (auto& [k, v] : state) pending_state_.try_emplace(k, v);  // newer values win
+  }
+}
+
+void IngestWorker::Run() {
+  Beat();
+  while (!stop_) {
+    FlushState();
+    // Wake at least once a second so the heartbeat (and with it the watchdog) shows life.
+    std::optional<std::string> path = queue_.Take(std::chrono::seconds(1));
+    Beat();
+    if (!path) {
+      if (queue_.closed()) break;
+      continue;
+    }
+    bool more = false;
+    Status st = Process(*path, &more);
+    if (!st.ok()) {
+      counters_.store_failures++;
+      log::Error("store: " + st.message() + " (while reading " + *path +
+                 "); will retry at the next rescan");
+      // The RunState may hold steps of points that were rolled back: reload it next time.
+      runs_.erase(fs::path(*path).parent_path().native());
+      std::lock_guard lock(mu_);
+      failed_.push_back(*path);
+      continue;
+    }
+    if (more && !stop_) queue_.Post(*path);  // to the back: other files get their turn
+  }
+  FlushState();
+}
+
+Status IngestWorker::MarkGone(const std::string& path) {
+  Result<std::optional<store::SourceRow>> found = store_->FindSource(path);
+  if (!found.ok()) return found.status();
+  if (!*found || (*found)->status != "active") return Status::Ok();
+  store::SourceRow row = **found;
+  row.status = "gone";
+  TW_RETURN_IF_ERROR(store_->Begin());
+  Status st = store_->UpdateSource(row);
+  if (st.ok())
+    st = store_->InsertRunEvent(row.run_id, row.source_id, row.committed_offset, "file_gone",
+                                std::nullopt, 0, "the file was deleted or moved away");
+  if (st.ok()) st = store_->Commit();
+  if (!st.ok()) store_->Rollback();
+  log::Info("file gone (its points are kept): " + path);
+  return st;
+}
+
+Status IngestWorker::Process(const std::string& path, bool* more) {
+  std::string root;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& r : roots_)
+      if ((path.starts_with(r + "/") || path == r) && r.size() > root.size()) root = r;
+  }
+  if (root.empty()) return Status::Ok();  // its root was removed from the config
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return MarkGone(path);
+    log::Warning("cannot stat " + path + ": " + std::strerror(errno));
+    return Status::Ok();
+  }
+  const std::string dir = fs::path(path).parent_path().native();
+  auto it = runs_.find(dir);
+  if (it == runs_.end()) {
+    fs::path rel = fs::path(dir).lexically_relative(root);
+    const std::string name = rel.empty() || rel == "." ? "." : rel.native();
+    Result<int64_t> run_id = ingest::ResolveRun(*store_, root, name, {path});
+    if (!run_id.ok()) return run_id.status();
+    auto state = std::make_unique<ingest::RunState>(*store_, *run_id);
+    TW_RETURN_IF_ERROR(state->Load());
+    it = runs_.emplace(dir, std::move(state)).first;
+    log::Debug("run " + name + " (" + root + ")");
+  }
+  ingest::Totals totals;
+  TW_RETURN_IF_ERROR(ingester_.IngestFile(*it->second, path, &totals, {}, more));
+  counters_.files_read += totals.files_read;
+  counters_.points += totals.points();
+  counters_.errors += totals.errors;
+  counters_.bytes += totals.bytes;
+  if (totals.errors > 0)
+    log::Warning(path + ": " + std::to_string(totals.errors) +
+                 " problem(s) reading it; see `trainwatch query \"SELECT * FROM ingest_errors\"`");
+  if (totals.restarts > 0)
+    log::Notice(path + ": the writer restarted from a checkpoint; earlier points superseded");
+  return Status::Ok();
+}
+
+}  // namespace tw::app

@@ -1,0 +1,68 @@
+// The writer thread: owns the only read-write store connection and every RunState. It takes
+// paths from the WorkQueue, maps each to its root and run, and reads the file from its
+// committed offset, a bounded amount per turn (round-robin across files). Everything here
+// runs on the writer thread except the methods marked thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "app/work_queue.h"
+#include "ingest/file_ingester.h"
+#include "store/store.h"
+
+namespace tw::app {
+
+class IngestWorker {
+ public:
+  IngestWorker(std::unique_ptr<store::Store> store, WorkQueue& queue,
+               ingest::IngestOptions options);
+  ~IngestWorker();
+
+  // Runs until the queue is closed or a stop is requested, then commits daemon state.
+  void Run();
+
+  // Thread-safe: the roots that map a path to a run (set on start and on reload).
+  void SetRoots(std::vector<std::string> roots);
+  // Thread-safe: state for `trainwatch status`, written by the writer at its next turn.
+  void SetState(const std::string& key, const std::string& value);
+  // Thread-safe: re-posts files whose last read failed (the store was full, say).
+  void RetryFailed();
+  // Thread-safe: asks Run() to stop at the next commit point.
+  void RequestStop() { stop_ = true; }
+
+  // Thread-safe counters, for STATUS= and logs.
+  struct Counters {
+    std::atomic<int64_t> files_read{0}, points{0}, errors{0}, bytes{0};
+    std::atomic<int64_t> heartbeat_ms{0};  // steady clock of the last loop turn
+    std::atomic<int64_t> store_failures{0};
+  };
+  const Counters& counters() const { return counters_; }
+
+ private:
+  Status Process(const std::string& path, bool* more);
+  Status MarkGone(const std::string& path);
+  void FlushState();
+  void Beat();
+
+  std::unique_ptr<store::Store> store_;
+  WorkQueue& queue_;
+  ingest::IngestOptions options_;
+  ingest::FileIngester ingester_;
+  std::unordered_map<std::string, std::unique_ptr<ingest::RunState>> runs_;  // by run directory
+  std::atomic<bool> stop_{false};
+  Counters counters_;
+
+  std::mutex mu_;  // guards the members below, shared with other threads
+  std::vector<std::string> roots_;
+  std::map<std::string, std::string> pending_state_;
+  std::vector<std::string> failed_;
+};
+
+}  // namespace tw::app

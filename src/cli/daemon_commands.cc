@@ -1,0 +1,202 @@
+// `trainwatch daemon` and `trainwatch status`.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <iostream>
+#include <sstream>
+
+#include "app/daemon.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/format.h"
+#include "store/store.h"
+
+namespace tw::cli {
+namespace {
+
+constexpr const char* kDaemonHelp = R"(usage: trainwatch daemon [--config FILE] [--logdir DIR]... [options]
+
+Watches logdirs and ingests every new point into the store as it is written: inotify for
+speed, a periodic rescan as the truth (network filesystems, missed events). Files resume from
+their committed offsets after a restart. Stops on SIGTERM/SIGINT; SIGHUP reloads the config.
+Runs under systemd as Type=notify (see systemd/trainwatch.service).
+
+With no --config, it runs on defaults: the store is $STATE_DIRECTORY/trainwatch.db or
+./trainwatch.db, logs go to stderr.
+
+options:
+  --config FILE           TOML config (docs/trainwatch.example.toml documents every key)
+  --logdir DIR            a root to watch; repeatable; added to the config's roots
+  --db FILE               the store (overrides the config)
+  --rescan-interval SECS  how often to rescan (default 30)
+  --no-inotify            rescan only (NFS, CIFS, sshfs)
+  --verbose               debug logging
+  --help                  this text
+
+exit status: 0 after a clean stop, 78 for a configuration error, 1 otherwise.
+)";
+
+constexpr const char* kStatusHelp = R"(usage: trainwatch status --db FILE [--json]
+
+What the daemon writing FILE is doing: its roots, runs, event files by state, ingest lag
+(bytes written to event files but not yet in the store), errors in the last hour, and when it
+last rescanned. Reads the store read-only; works whether or not the daemon runs.
+)";
+
+struct StatusReport {
+  std::map<std::string, std::string> state;
+  int64_t runs = 0, series = 0, points = 0;
+  std::map<std::string, int64_t> sources_by_status;
+  int64_t lag_bytes = 0, lag_files = 0;
+  int64_t errors_last_hour = 0;
+};
+
+Result<StatusReport> Collect(store::Db& db) {
+  StatusReport r;
+  auto each = [&](const char* sql, const std::function<void(store::Stmt&)>& fn) -> Status {
+    Result<store::Stmt> s = db.Prepare(sql);
+    if (!s.ok()) return s.status();
+    for (;;) {
+      Result<bool> row = s->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return Status::Ok();
+      fn(*s);
+    }
+  };
+  TW_RETURN_IF_ERROR(each("SELECT key, value FROM daemon_state",
+                          [&](store::Stmt& s) { r.state[s.Text(0)] = s.Text(1); }));
+  TW_RETURN_IF_ERROR(each("SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM series), "
+                          "(SELECT count(*) FROM scalars)",
+                          [&](store::Stmt& s) {
+                            r.runs = s.Int(0);
+                            r.series = s.Int(1);
+                            r.points = s.Int(2);
+                          }));
+  TW_RETURN_IF_ERROR(each("SELECT status, count(*) FROM sources GROUP BY status",
+                          [&](store::Stmt& s) { r.sources_by_status[s.Text(0)] = s.Int(1); }));
+  // Lag: what the files hold now beyond what is committed. One stat per active file.
+  TW_RETURN_IF_ERROR(each("SELECT path, committed_offset FROM sources WHERE status = 'active'",
+                          [&](store::Stmt& s) {
+                            struct stat st;
+                            if (::stat(s.Text(0).c_str(), &st) != 0) return;
+                            const int64_t behind = st.st_size - s.Int(1);
+                            if (behind > 0) {
+                              r.lag_bytes += behind;
+                              r.lag_files++;
+                            }
+                          }));
+  const double hour_ago =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      3600;
+  Result<store::Stmt> e = db.Prepare("SELECT count(*) FROM ingest_errors WHERE time >= ?1");
+  if (!e.ok()) return e.status();
+  e->Bind(1, hour_ago);
+  if (Result<bool> row = e->Step(); row.ok() && *row) r.errors_last_hour = e->Int(0);
+  return r;
+}
+
+std::string Json(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Ago(const std::string& unix_seconds) {
+  if (unix_seconds.empty()) return "never";
+  const double then = std::atof(unix_seconds.c_str());
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::ostringstream o;
+  o << std::llround(now - then) << " s ago";
+  return o.str();
+}
+
+}  // namespace
+
+int CmdDaemon(const Args& args) {
+  Flags f(args, {"config", "logdir", "db", "rescan-interval"}, {"no-inotify", "verbose", "help"});
+  if (f.Has("help")) return Usage(kDaemonHelp);
+  if (!f.error().empty()) return Usage(kDaemonHelp, f.error());
+  if (!f.positionals().empty())
+    return Usage(kDaemonHelp, "unexpected argument '" + f.positionals()[0] + "' (use --logdir)");
+  app::DaemonArgs a;
+  a.config_path = f.Get("config").value_or("");
+  a.logdirs = f.GetAll("logdir");
+  a.db_path = f.Get("db").value_or("");
+  if (auto r = f.Get("rescan-interval")) {
+    try {
+      a.rescan_seconds = std::stod(*r);
+    } catch (...) {
+      return Usage(kDaemonHelp, "--rescan-interval needs a number of seconds, got '" + *r + "'");
+    }
+  }
+  a.no_inotify = f.Has("no-inotify");
+  a.verbose = f.Has("verbose");
+  return app::RunDaemon(a);
+}
+
+int CmdStatus(const Args& args) {
+  Flags f(args, {"db"}, {"json", "help"});
+  if (f.Has("help")) return Usage(kStatusHelp);
+  if (!f.error().empty()) return Usage(kStatusHelp, f.error());
+  if (!f.Has("db")) return Usage(kStatusHelp, "status needs --db FILE");
+  Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(*f.Get("db"));
+  if (!db.ok()) {
+    std::cerr << "trainwatch: " << db.status().message() << "\n";
+    return 1;
+  }
+  Result<StatusReport> r = Collect(**db);
+  if (!r.ok()) {
+    std::cerr << "trainwatch: " << r.status().message() << "\n";
+    return 1;
+  }
+  auto state = [&](const char* k) { return r->state.count(k) ? r->state.at(k) : std::string(); };
+  if (f.Has("json")) {
+    std::cout << "{\"phase\":" << Json(state("phase")) << ",\"pid\":" << Json(state("pid"))
+              << ",\"config\":" << Json(state("config")) << ",\"roots\":[";
+    std::istringstream roots(state("roots"));
+    std::string root;
+    for (bool first = true; std::getline(roots, root); first = false)
+      std::cout << (first ? "" : ",") << Json(root);
+    std::cout << "],\"inotify\":" << Json(state("inotify"))
+              << ",\"last_rescan\":" << (state("last_rescan").empty() ? "null" : state("last_rescan"))
+              << ",\"runs\":" << r->runs << ",\"series\":" << r->series
+              << ",\"scalar_points\":" << r->points << ",\"sources\":{";
+    bool first = true;
+    for (const auto& [k, v] : r->sources_by_status) {
+      std::cout << (first ? "" : ",") << Json(k) << ":" << v;
+      first = false;
+    }
+    std::cout << "},\"lag_bytes\":" << r->lag_bytes << ",\"lag_files\":" << r->lag_files
+              << ",\"errors_last_hour\":" << r->errors_last_hour << "}\n";
+    return 0;
+  }
+  std::cout << "daemon:      " << (state("phase").empty() ? "never ran on this store" : state("phase"))
+            << (state("pid").empty() ? "" : " (pid " + state("pid") + ")") << "\n";
+  if (!state("config").empty()) std::cout << "config:      " << state("config") << "\n";
+  std::istringstream roots(state("roots"));
+  for (std::string root; std::getline(roots, root);) std::cout << "root:        " << root << "\n";
+  if (!state("inotify").empty()) std::cout << "inotify:     " << state("inotify") << "\n";
+  std::cout << "last rescan: " << Ago(state("last_rescan")) << "\n";
+  std::cout << "runs:        " << r->runs << " (" << r->series << " series, "
+            << HumanCount(r->points) << " scalar points)\n";
+  std::cout << "files:      ";
+  for (const auto& [k, v] : r->sources_by_status) std::cout << " " << v << " " << k;
+  std::cout << "\n";
+  std::cout << "lag:         " << HumanBytes(static_cast<double>(r->lag_bytes)) << " in "
+            << r->lag_files << " files not yet read\n";
+  std::cout << "errors:      " << r->errors_last_hour << " in the last hour\n";
+  return 0;
+}
+
+}  // namespace tw::cli

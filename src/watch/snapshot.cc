@@ -1,0 +1,50 @@
+#include "watch/snapshot.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "ingest/discover.h"
+
+namespace tw::watch {
+
+namespace fs = std::filesystem;
+
+Snapshot Walk(const std::vector<std::string>& roots) {
+  Snapshot snap;
+  for (const auto& root : roots) {
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) continue;
+    snap.dirs.push_back(root);
+    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
+    for (const fs::recursive_directory_iterator end; !ec && it != end; it.increment(ec)) {
+      std::error_code e2;
+      if (it->is_directory(e2) && !it->is_symlink(e2)) {
+        snap.dirs.push_back(it->path().native());
+        continue;
+      }
+      if (!ingest::IsEventFileName(it->path().filename().native())) continue;
+      struct stat st;
+      if (::stat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      snap.files[it->path().native()] =
+          FileStat{st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_dev), static_cast<int64_t>(st.st_ino)};
+    }
+  }
+  return snap;
+}
+
+std::vector<std::string> Diff(const Snapshot& before, const Snapshot& after) {
+  std::vector<std::string> out;
+  for (const auto& [path, st] : after.files) {
+    auto it = before.files.find(path);
+    if (it == before.files.end() || !(it->second == st)) out.push_back(path);
+  }
+  for (const auto& [path, st] : before.files)
+    if (!after.files.count(path)) out.push_back(path);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace tw::watch

@@ -1,0 +1,31 @@
+// The rescan: inotify is a hint, the periodic rescan is the truth. A Snapshot is what a walk
+// of the roots saw (every event file's size, mtime and inode); Diff says which files changed
+// since the last walk, appeared or disappeared. Pure, so it is tested without timers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tw::watch {
+
+struct FileStat {
+  int64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t dev = 0, ino = 0;
+  bool operator==(const FileStat&) const = default;
+};
+
+struct Snapshot {
+  std::unordered_map<std::string, FileStat> files;  // event files by absolute path
+  std::vector<std::string> dirs;                    // every directory under the roots
+};
+
+// Walks each root (not following symlinked directories). Unreadable directories are skipped.
+Snapshot Walk(const std::vector<std::string>& roots);
+
+// Paths that are new, changed or gone between `before` and `after`, sorted.
+std::vector<std::string> Diff(const Snapshot& before, const Snapshot& after);
+
+}  // namespace tw::watch
