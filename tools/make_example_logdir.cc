@@ -5,9 +5,15 @@
 //   bert-finetune-diverged/          HF Trainer through torch, lr too high: spikes, NaN, +inf
 //   gpt-resume/                      PyTorch, crashed and resumed from step 800 (purge_step)
 // The output is deterministic (fixed seed, fixed wall times from 1700000000), well under 2 MiB.
+//
+// trainwatch-example --live SECONDS OUTDIR: keeps a run live instead, the way a training job
+// does: OUTDIR/live-llama/ gets a few steps every quarter second for SECONDS, flushed in
+// pieces (sometimes half a record at a time), and starts to diverge two thirds of the way in.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -17,6 +23,7 @@
 #include <numbers>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/event_writer.h"
@@ -34,6 +41,7 @@ using tw::testing::HParamsExperimentEvent;
 using tw::testing::HParamsStartEvent;
 using tw::testing::kTorchSourceWriter;
 using tw::testing::SessionLogEvent;
+using tw::testing::SimpleScalarEvent;
 using tw::testing::TextEvent;
 using tw::testing::Tf2HistogramEvent;
 using tw::testing::Tf2ScalarEvent;
@@ -309,9 +317,45 @@ bool IsNonEmptyDir(const fs::path& dir) {
   return fs::is_directory(dir, ec) && !fs::is_empty(dir, ec);
 }
 
+// A live run: appends as a training loop would, for `seconds`. Wall times are real.
+void WriteLive(const std::string& outdir, double seconds) {
+  using Clock = std::chrono::system_clock;
+  auto now = [] { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); };
+  const double t0 = now();
+  EventFileWriter w((fs::path(outdir) / "live-llama" /
+                     EventFileName(static_cast<int64_t>(t0), kHost, 4242, 0))
+                        .native());
+  w.Add(FileVersionEvent(t0, kTorchSourceWriter));
+  w.Flush();
+  Rng rng(7);
+  const int total_ticks = static_cast<int>(seconds * 4);
+  double loss = 3.2;
+  int64_t step = 0;
+  for (int tick = 0; tick < total_ticks; ++tick) {
+    const bool diverging = tick > total_ticks * 2 / 3;
+    for (int i = 0; i < 5; ++i, ++step) {
+      loss = diverging ? loss * (1.15 + 0.1 * rng.Uniform()) : loss * 0.995 + 0.01 * rng.Normal();
+      const double value = loss > 1e4 ? kNaN : loss;
+      w.Add(SimpleScalarEvent("train/loss", step, now(), static_cast<float>(value)));
+      w.Add(SimpleScalarEvent("train/lr", step, now(), 3e-4f));
+    }
+    // Flush in two pieces now and then, as a writer caught mid-flush leaves a file.
+    if (tick % 3 == 1) {
+      w.FlushPartial(w.buffered() / 2);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    w.Flush();
+    if (tick % 20 == 0)
+      std::cout << "live-llama: step " << step << ", train/loss " << loss << std::endl;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 int Usage() {
   std::cerr << "usage: trainwatch-example [--force] OUTDIR\n"
-               "Writes the example logdir into OUTDIR; --force writes into a non-empty OUTDIR.\n";
+               "       trainwatch-example --live SECONDS OUTDIR\n"
+               "Writes the example logdir into OUTDIR; --force writes into a non-empty OUTDIR.\n"
+               "--live keeps OUTDIR/live-llama/ growing for SECONDS, like a training job.\n";
   return 2;
 }
 
@@ -319,11 +363,15 @@ int Usage() {
 
 int main(int argc, char** argv) {
   bool force = false;
+  double live_seconds = 0;
   std::string outdir;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--force") {
       force = true;
+    } else if (arg == "--live" && i + 1 < argc) {
+      live_seconds = std::atof(argv[++i]);
+      if (live_seconds <= 0) return Usage();
     } else if (arg.starts_with("-") || !outdir.empty()) {
       return Usage();
     } else {
@@ -331,6 +379,15 @@ int main(int argc, char** argv) {
     }
   }
   if (outdir.empty()) return Usage();
+  if (live_seconds > 0) {
+    try {
+      WriteLive(outdir, live_seconds);
+    } catch (const std::exception& e) {
+      std::cerr << "trainwatch-example: " << e.what() << "\n";
+      return 1;
+    }
+    return 0;
+  }
   if (IsNonEmptyDir(outdir) && !force) {
     std::cerr << "trainwatch-example: " << outdir
               << " exists and is not empty (--force to write)\n";

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: build trainwatch, write the bundled example logdir (a
-# few realistic runs, one of them sick), ingest it into ./trainwatch.db, and show what is there.
+# few realistic runs, one of them sick), and run the daemon on it with its store in
+# ./trainwatch.db and its log on the console, while a live run grows beside the others.
+# Ctrl-C stops it. TRAINWATCH_RUN_SECONDS=N stops it by itself after N seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
@@ -8,27 +10,31 @@ cmake --workflow --preset release >/dev/null
 tw=build/release/trainwatch
 logdir=${TRAINWATCH_EXAMPLE_LOGDIR:-example-logdir}
 db=${TRAINWATCH_DB:-trainwatch.db}
+seconds=${TRAINWATCH_RUN_SECONDS:-0}
 [ -d "$logdir" ] || build/release/trainwatch-example "$logdir"
 
-echo "== trainwatch ingest --db $db $logdir"
-$tw ingest --db "$db" "$logdir"
-echo
-echo "== trainwatch runs --db $db"
-$tw runs --db "$db"
-echo
-echo "== the sick run: where did the loss stop being finite?"
-$tw query --db "$db" "SELECT run, tag, min(step) AS first_step, value_class
-  FROM scalar_points WHERE value_class <> 'finite' GROUP BY run, tag, value_class ORDER BY first_step"
-echo
-echo "== best validation loss per run"
-$tw query --db "$db" "SELECT run, tag, min(value) AS best, step FROM scalar_points
-  WHERE tag LIKE '%loss%' AND (tag LIKE '%val%' OR run LIKE '%validation%') GROUP BY run, tag"
-echo
-echo "== hyperparameters"
-$tw query --db "$db" "SELECT run, key, value FROM run_hparams ORDER BY run, key"
-echo
-echo "== restarts trainwatch detected"
-$tw query --db "$db" "SELECT r.name AS run, e.step, e.detail FROM run_events e JOIN runs r USING (run_id)
-  WHERE e.kind = 'restart'"
-echo
-echo "Query it yourself: sqlite3 -readonly $db 'SELECT * FROM scalar_points LIMIT 5'"
+live_seconds=$(( seconds > 0 ? seconds : 120 ))
+build/release/trainwatch-example --live "$live_seconds" "$logdir" &
+live=$!
+show() {
+  echo
+  echo "== while it runs, from another terminal: trainwatch status / query / runs --db $db"
+  $tw status --db "$db" || true
+  $tw query --db "$db" "SELECT run, tag, count(*) AS points, max(step) AS last_step,
+    sum(value_class <> 'finite') AS non_finite FROM scalar_points
+    WHERE tag IN ('train/loss', 'loss', 'epoch_loss') GROUP BY run, tag ORDER BY run" || true
+}
+stop() { kill "$live" 2>/dev/null || true; [ -n "${daemon:-}" ] && kill -TERM "$daemon" 2>/dev/null || true; }
+trap stop INT TERM EXIT
+
+echo "== trainwatch daemon --logdir $logdir --db $db   (Ctrl-C to stop)"
+$tw daemon --logdir "$logdir" --db "$db" --rescan-interval 5 &
+daemon=$!
+if [ "$seconds" -gt 0 ]; then
+  sleep "$(( seconds / 2 ))"; show
+  sleep "$(( seconds - seconds / 2 ))"; show
+  stop
+else
+  (while kill -0 "$daemon" 2>/dev/null; do sleep 30; show; done) &
+fi
+wait "$daemon" || true
