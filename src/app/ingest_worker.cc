@@ -83,6 +83,13 @@ void IngestWorker::Run() {
       if (queue_.closed()) break;
       continue;
     }
+    const std::string dir = fs::path(*path).parent_path().native();
+    if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != *path) {
+      if (*path > b->second) {
+        queue_.Post(*path);  // after the run's earlier file is done
+        continue;
+      }
+    }
     bool more = false;
     Status st = Process(*path, &more);
     if (!st.ok()) {
@@ -90,12 +97,17 @@ void IngestWorker::Run() {
       log::Error("store: " + st.message() + " (while reading " + *path +
                  "); will retry at the next rescan");
       // The RunState may hold steps of points that were rolled back: reload it next time.
-      runs_.erase(fs::path(*path).parent_path().native());
+      runs_.erase(dir);
       std::lock_guard lock(mu_);
       failed_.push_back(*path);
       continue;
     }
-    if (more && !stop_) queue_.Post(*path);  // to the back: other files get their turn
+    if (more) {
+      backlog_[dir] = *path;
+      if (!stop_) queue_.Post(*path);  // to the back: other files get their turn
+    } else if (auto b = backlog_.find(dir); b != backlog_.end() && b->second == *path) {
+      backlog_.erase(b);
+    }
   }
   FlushState();
 }

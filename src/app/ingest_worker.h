@@ -56,6 +56,10 @@ class IngestWorker {
   ingest::IngestOptions options_;
   ingest::FileIngester ingester_;
   std::unordered_map<std::string, std::unique_ptr<ingest::RunState>> runs_;  // by run directory
+  // Per run directory, the file whose turn ended with bytes unread. Later files of that run
+  // wait for it: a run's files are read in name order, or a resumed writer's SessionLog START
+  // could be seen before the points it supersedes.
+  std::unordered_map<std::string, std::string> backlog_;
   std::atomic<bool> stop_{false};
   Counters counters_;
 

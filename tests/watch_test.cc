@@ -1,0 +1,84 @@
+// The pure parts of the daemon: the rescan's snapshot diff and the work queue.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "app/work_queue.h"
+#include "support/test_env.h"
+#include "watch/snapshot.h"
+
+namespace tw {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+namespace fs = std::filesystem;
+
+TEST(Snapshot, WalkFindsEventFilesAndDirectoriesOnly) {
+  TempDir dir;
+  WriteFile(dir / "a/events.out.tfevents.1.h", "x");
+  WriteFile(dir / "a/b/events.out.tfevents.2.h", "yy");
+  WriteFile(dir / "a/notes.txt", "z");
+  WriteFile(dir / "a/events.out.tfevents.3.h.profile-empty", "");
+  fs::create_directories(dir / "empty");
+  watch::Snapshot s = watch::Walk({dir.path()});
+  EXPECT_EQ(s.files.size(), 2u);
+  EXPECT_EQ(s.files.at(dir / "a/b/events.out.tfevents.2.h").size, 2);
+  EXPECT_EQ(s.dirs.size(), 4u);  // root, a, a/b, empty
+}
+
+TEST(Snapshot, DiffReportsNewChangedAndGoneFiles) {
+  TempDir dir;
+  const std::string a = dir / "r/events.out.tfevents.1.h", b = dir / "r/events.out.tfevents.2.h",
+                    c = dir / "r/events.out.tfevents.3.h";
+  WriteFile(a, "1");
+  WriteFile(b, "2");
+  watch::Snapshot before = watch::Walk({dir.path()});
+  EXPECT_EQ(watch::Diff({}, before), (std::vector<std::string>{a, b}));
+  EXPECT_TRUE(watch::Diff(before, watch::Walk({dir.path()})).empty());
+  testing::AppendFile(a, "more");
+  fs::remove(b);
+  WriteFile(c, "3");
+  EXPECT_EQ(watch::Diff(before, watch::Walk({dir.path()})), (std::vector<std::string>{a, b, c}));
+}
+
+TEST(Snapshot, ReplacedFileOfTheSameSizeIsStillAChange) {
+  TempDir dir;
+  const std::string a = dir / "r/events.out.tfevents.1.h";
+  WriteFile(a, "same");
+  watch::Snapshot before = watch::Walk({dir.path()});
+  WriteFile(dir / "tmp", "SAME");
+  fs::rename(dir / "tmp", a);  // a new inode at the same path
+  EXPECT_EQ(watch::Diff(before, watch::Walk({dir.path()})), (std::vector<std::string>{a}));
+}
+
+TEST(WorkQueue, CoalescesAndKeepsOrder) {
+  app::WorkQueue q;
+  EXPECT_TRUE(q.Post("a"));
+  EXPECT_TRUE(q.Post("b"));
+  EXPECT_FALSE(q.Post("a"));  // already queued: one read covers both appends
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), "a");
+  EXPECT_TRUE(q.Post("a"));  // taken, so it can be queued again, behind b
+  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), "b");
+  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), "a");
+  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), std::nullopt);
+}
+
+TEST(WorkQueue, CloseWakesAWaitingTaker) {
+  app::WorkQueue q;
+  std::optional<std::string> got = "unset";
+  std::thread t([&] { got = q.Take(std::chrono::seconds(30)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto t0 = std::chrono::steady_clock::now();
+  q.Close();
+  t.join();
+  EXPECT_EQ(got, std::nullopt);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_TRUE(q.closed());
+  EXPECT_FALSE(q.Post("x"));
+}
+
+}  // namespace
+}  // namespace tw
