@@ -39,8 +39,13 @@ class Section {
   Status Get(const char* key, const char* expected, T* out) const {
     const toml::node* n = t_.get(key);
     if (!n) return Status::Ok();
+    // toml++'s value<T>() converts (an integer to a bool, say): insist on the TOML type.
+    const bool exact = std::is_same_v<T, bool>      ? n->is_boolean()
+                       : std::is_same_v<T, int64_t> ? n->is_integer()
+                       : std::is_same_v<T, double>  ? n->is_number()
+                                                    : n->is_string();
     auto v = n->value<T>();
-    if (!v || (std::is_same_v<T, int64_t> && !n->is_integer()))
+    if (!v || !exact)
       return InvalidArgument(Where(file_, n->source()) + "[" + name_ + "] " + key + " must be " +
                              expected + ", got " + TypeName(*n));
     *out = *v;

@@ -83,6 +83,10 @@ class Daemon {
     worker_.SetState("started", std::to_string(WallNow()));
     worker_.SetState("config", cfg_.origin);
     worker_.SetState("phase", "starting");
+    // Files the store knows that the first walk does not find were deleted (or moved) while
+    // we were stopped: seeded into the last snapshot, the first diff reports them gone.
+    for (const auto& p : worker_.ActiveSourcePaths())
+      snapshot_.files.emplace(p, watch::FileStat{-1, 0, 0, 0});
     writer_ = std::thread([this] { worker_.Run(); });
 
     if (cfg_.inotify) StartInotify();
@@ -188,7 +192,8 @@ class Daemon {
       const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::steady_clock::now().time_since_epoch())
                                  .count();
-      if (now_ms - worker_.counters().heartbeat_ms.load() < usec / 1000) {
+      const auto& c = worker_.counters();
+      if (c.idle.load() || now_ms - c.heartbeat_ms.load() < usec / 1000) {
         notifier_.Send("WATCHDOG=1");
       } else {
         log::Error("writer thread unresponsive; withholding the watchdog ping");

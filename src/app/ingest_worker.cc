@@ -28,6 +28,15 @@ IngestWorker::IngestWorker(std::unique_ptr<store::Store> store, WorkQueue& queue
 
 IngestWorker::~IngestWorker() = default;
 
+std::vector<std::string> IngestWorker::ActiveSourcePaths() {
+  Result<std::vector<std::string>> paths = store_->ActiveSourcePaths();
+  if (!paths.ok()) {
+    log::Warning("store: cannot list known files: " + paths.status().message());
+    return {};
+  }
+  return std::move(*paths);
+}
+
 void IngestWorker::SetRoots(std::vector<std::string> roots) {
   std::lock_guard lock(mu_);
   roots_ = std::move(roots);
@@ -77,7 +86,9 @@ void IngestWorker::Run() {
   while (!stop_) {
     FlushState();
     // Wake at least once a second so the heartbeat (and with it the watchdog) shows life.
+    counters_.idle = true;
     std::optional<std::string> path = queue_.Take(std::chrono::seconds(1));
+    counters_.idle = false;
     Beat();
     if (!path) {
       if (queue_.closed()) break;
@@ -156,7 +167,9 @@ Status IngestWorker::Process(const std::string& path, bool* more) {
     log::Debug("run " + name + " (" + root + ")");
   }
   ingest::Totals totals;
-  TW_RETURN_IF_ERROR(ingester_.IngestFile(*it->second, path, &totals, {}, more));
+  // Every commit shows life: a long turn is not a hang.
+  TW_RETURN_IF_ERROR(
+      ingester_.IngestFile(*it->second, path, &totals, [this](int64_t) { Beat(); }, more));
   counters_.files_read += totals.files_read;
   counters_.points += totals.points();
   counters_.errors += totals.errors;

@@ -28,6 +28,8 @@ class IngestWorker {
   // Runs until the queue is closed or a stop is requested, then commits daemon state.
   void Run();
 
+  // Paths of the store's active sources. Only before Run() (it uses the store).
+  std::vector<std::string> ActiveSourcePaths();
   // Thread-safe: the roots that map a path to a run (set on start and on reload).
   void SetRoots(std::vector<std::string> roots);
   // Thread-safe: state for `trainwatch status`, written by the writer at its next turn.
@@ -40,7 +42,8 @@ class IngestWorker {
   // Thread-safe counters, for STATUS= and logs.
   struct Counters {
     std::atomic<int64_t> files_read{0}, points{0}, errors{0}, bytes{0};
-    std::atomic<int64_t> heartbeat_ms{0};  // steady clock of the last loop turn
+    std::atomic<int64_t> heartbeat_ms{0};  // steady clock of the last loop turn or commit
+    std::atomic<bool> idle{false};         // waiting on an empty queue: alive, not stuck
     std::atomic<int64_t> store_failures{0};
   };
   const Counters& counters() const { return counters_; }

@@ -1,6 +1,8 @@
 #include "ingest/file_ingester.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -26,6 +28,21 @@ void Totals::Add(const Totals& o) {
   errors += o.errors;
   partial_tails += o.partial_tails;
   restarts += o.restarts;
+}
+
+std::string ReadFileHead(const std::string& path) {
+  std::string head(64, '\0');
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+  ::close(fd);
+  head.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return head;
+}
+
+bool SameFileHead(const std::string& known, const std::string& now) {
+  const size_t n = std::min(known.size(), now.size());
+  return known.compare(0, n, now, 0, n) == 0;
 }
 
 namespace {
@@ -79,6 +96,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   if (!found.ok()) return found.status();
 
   Batch b;
+  const std::string head = ReadFileHead(path);
   const auto size = static_cast<int64_t>(st.st_size);
   const auto dev = static_cast<int64_t>(st.st_dev);
   const auto ino = static_cast<int64_t>(st.st_ino);
@@ -90,7 +108,8 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     Result<std::optional<store::SourceRow>> same = store_.FindSourceByInode(dev, ino);
     if (!same.ok()) return same.status();
     struct stat old_st;
-    if (*same && ::stat((*same)->path.c_str(), &old_st) != 0 && errno == ENOENT) {
+    if (*same && SameFileHead((*same)->head, head) &&
+        ::stat((*same)->path.c_str(), &old_st) != 0 && errno == ENOENT) {
       found = std::move(same);
       moved = true;
     }
@@ -99,7 +118,8 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   if (*found) {
     b.source = **found;
     const bool same_file = b.source.dev == dev && b.source.ino == ino &&
-                           size >= b.source.committed_offset;
+                           size >= b.source.committed_offset &&
+                           SameFileHead(b.source.head, head);
     if (same_file && b.source.status == "rejected") {
       if (size == b.source.size_seen && !moved) return Status::Ok();  // reported once already
       new_generation = true;  // rewritten since (git lfs pull, say): read it from the start
@@ -133,11 +153,15 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     fresh.generation = *found ? b.source.generation + 1 : 0;
     fresh.dev = dev;
     fresh.ino = ino;
+    fresh.head = head;
     if (new_generation) {
       // The file was replaced or truncated in place: its old points stay, marked superseded.
       b.source.status = "replaced";
       Status s = store_.UpdateSource(b.source);
       if (s.ok()) s = store_.MarkSourceSuperseded(b.source.source_id);
+      // The old generation no longer counts: reload the run's live max steps and STARTs, or
+      // the new file's first steps look like a writer going back to a checkpoint.
+      if (s.ok()) s = run.Load();
       if (s.ok())
         s = store_.InsertRunEvent(run.run_id(), b.source.source_id, b.source.committed_offset,
                                   "file_replaced", std::nullopt, 0,
@@ -174,6 +198,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     b.source.resyncing = reader.state().resyncing;
     b.source.resync_from = static_cast<int64_t>(reader.state().resync_from);
     b.source.size_seen = std::max<int64_t>(size, b.source.committed_offset);
+    if (head.size() > b.source.head.size()) b.source.head = head;  // the file has grown
   };
   auto commit = [&]() -> Status {
     sync_source();

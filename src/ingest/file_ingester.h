@@ -18,6 +18,13 @@
 
 namespace tw::ingest {
 
+// A file's first bytes (up to 64; fewer if it is shorter, none if unreadable). With the device
+// and inode they identify it: the first record of an event file holds its writer's wall time.
+std::string ReadFileHead(const std::string& path);
+// Whether a file whose first bytes are `now` can be the one recorded with `known`: one is a
+// prefix of the other (a file grows; a row from before heads were kept has none).
+bool SameFileHead(const std::string& known, const std::string& now);
+
 struct Totals {
   int64_t files_read = 0;     // files that had new bytes
   int64_t files_rejected = 0; // not TFRecord

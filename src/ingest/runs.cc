@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "ingest/file_ingester.h"
+
 namespace tw::ingest {
 
 Result<int64_t> ResolveRun(store::Store& store, const std::string& root, const std::string& name,
@@ -18,7 +20,7 @@ Result<int64_t> ResolveRun(store::Store& store, const std::string& root, const s
     Result<std::optional<store::SourceRow>> known = store.FindSourceByInode(
         static_cast<int64_t>(st.st_dev), static_cast<int64_t>(st.st_ino));
     if (!known.ok()) return known.status();
-    if (!*known) continue;
+    if (!*known || !SameFileHead((*known)->head, ReadFileHead(f))) continue;
     const std::string old_dir = std::filesystem::path((*known)->path).parent_path().native();
     struct stat dir_st;
     if (::stat(old_dir.c_str(), &dir_st) == 0 || errno != ENOENT) continue;

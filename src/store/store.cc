@@ -73,8 +73,8 @@ Status Store::PrepareAll() {
        "INSERT INTO series(run_id, tag, kind, plugin, data_class) VALUES (?1, ?2, ?3, ?4, ?5)"},
       {&st_->update_source,
        "UPDATE sources SET size_seen = ?2, committed_offset = ?3, resyncing = ?4, "
-       "resync_from = ?5, status = ?6, records = ?7, error_count = ?8, last_read = ?9 "
-       "WHERE source_id = ?1"},
+       "resync_from = ?5, status = ?6, records = ?7, error_count = ?8, last_read = ?9, "
+       "head = ?10 WHERE source_id = ?1"},
       {&st_->insert_error,
        "INSERT INTO ingest_errors(source_id, path, offset, length, kind, detail, time) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
@@ -164,7 +164,9 @@ Result<int64_t> Store::EnsureSeries(int64_t run_id, std::string_view tag, std::s
 
 Result<int64_t> Store::CountStarts(int64_t run_id) {
   Result<Stmt> s =
-      db_->Prepare("SELECT count(*) FROM run_events WHERE run_id = ?1 AND kind = 'start'");
+      db_->Prepare("SELECT count(*) FROM run_events e WHERE e.run_id = ?1 AND e.kind = 'start' "
+                   "AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.source_id = e.source_id "
+                   "AND s.status = 'replaced')");
   if (!s.ok()) return s.status();
   s->Bind(1, run_id);
   Result<bool> row = s->Step();
@@ -175,7 +177,7 @@ Result<int64_t> Store::CountStarts(int64_t run_id) {
 namespace {
 constexpr const char* kSourceColumns =
     "SELECT source_id, run_id, path, generation, dev, ino, size_seen, committed_offset, "
-    "resyncing, resync_from, status, records, error_count FROM sources ";
+    "resyncing, resync_from, status, records, error_count, head FROM sources ";
 
 Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
   Result<bool> row = s.Step();
@@ -195,6 +197,7 @@ Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
   r.status = s.Text(10);
   r.records = s.Int(11);
   r.error_count = s.Int(12);
+  r.head = s.Text(13);
   return std::optional<SourceRow>(std::move(r));
 }
 }  // namespace
@@ -209,11 +212,23 @@ Result<std::optional<SourceRow>> Store::FindSource(std::string_view path) {
 
 Result<std::optional<SourceRow>> Store::FindSourceByInode(int64_t dev, int64_t ino) {
   Result<Stmt> s = db_->Prepare(std::string(kSourceColumns) +
-                                "WHERE dev = ?1 AND ino = ?2 AND status = 'active' "
-                                "ORDER BY source_id DESC LIMIT 1");
+                                "WHERE dev = ?1 AND ino = ?2 AND status IN ('active', 'gone') "
+                                "ORDER BY status = 'active' DESC, source_id DESC LIMIT 1");
   if (!s.ok()) return s.status();
   s->Bind(1, dev).Bind(2, ino);
   return ReadOneSource(*s);
+}
+
+Result<std::vector<std::string>> Store::ActiveSourcePaths() {
+  Result<Stmt> s = db_->Prepare("SELECT path FROM sources WHERE status = 'active'");
+  if (!s.ok()) return s.status();
+  std::vector<std::string> out;
+  for (;;) {
+    Result<bool> row = s->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out.push_back(s->Text(0));
+  }
 }
 
 Status Store::MoveSource(int64_t source_id, std::string_view path, int64_t run_id) {
@@ -249,8 +264,8 @@ Status Store::SetDaemonState(std::string_view key, std::string_view value) {
 
 Result<int64_t> Store::AddSource(const SourceRow& r) {
   Result<Stmt> s = db_->Prepare(
-      "INSERT INTO sources(run_id, path, generation, dev, ino, first_seen) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      "INSERT INTO sources(run_id, path, generation, dev, ino, first_seen, head) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!s.ok()) return s.status();
   TW_RETURN_IF_ERROR(s->Bind(1, r.run_id)
                          .Bind(2, r.path)
@@ -258,6 +273,7 @@ Result<int64_t> Store::AddSource(const SourceRow& r) {
                          .Bind(4, r.dev)
                          .Bind(5, r.ino)
                          .Bind(6, Now())
+                         .BindBlob(7, r.head.data(), r.head.size())
                          .Run());
   return db_->LastInsertId();
 }
@@ -272,6 +288,7 @@ Status Store::UpdateSource(const SourceRow& r) {
       .Bind(7, r.records)
       .Bind(8, r.error_count)
       .Bind(9, Now())
+      .BindBlob(10, r.head.data(), r.head.size())
       .Run();
 }
 

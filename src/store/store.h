@@ -31,6 +31,7 @@ struct SourceRow {
   std::string status = "active";
   int64_t records = 0;
   int64_t error_count = 0;
+  std::string head;  // the file's first bytes (up to 64) when last read: its identity
 };
 
 struct SeriesRow {
@@ -76,8 +77,11 @@ class Store {
   Status RenameRun(int64_t run_id, std::string_view name);
 
   Result<std::optional<SourceRow>> FindSource(std::string_view path);  // newest generation
-  // The active source that is this very file (device and inode), whatever its path.
+  // The active (else gone) source with this device and inode, whatever its path. An inode
+  // number is reused once its file is deleted: compare `head` before taking it for this file.
   Result<std::optional<SourceRow>> FindSourceByInode(int64_t dev, int64_t ino);
+  // Paths of every active source (the daemon's startup: which of them are gone).
+  Result<std::vector<std::string>> ActiveSourcePaths();
   Status MoveSource(int64_t source_id, std::string_view path, int64_t run_id);
   Result<int64_t> AddSource(const SourceRow& row);  // source_id
   Status UpdateSource(const SourceRow& row);

@@ -1,0 +1,336 @@
+// The daemon's configuration: the TOML file (app::LoadConfigFile), flags on top
+// (app::BuildConfig), the checks only this machine can make (app::Validate), and the binary's
+// exit status 78 with the message on stderr.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "app/config.h"
+#include "app/daemon.h"
+#include "support/test_env.h"
+
+namespace tw {
+namespace {
+
+using testing::RunCommand;
+using testing::TempDir;
+using testing::WriteFile;
+namespace fs = std::filesystem;
+
+std::string Q(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The checkout's docs/trainwatch.example.toml: beside this file's directory, or beside the
+// corpus (TW_CORPUS_DIR is <source>/../shared/corpus).
+std::string ExampleConfigPath() {
+  const fs::path from_file = fs::path(__FILE__).parent_path().parent_path() / "docs" /
+                             "trainwatch.example.toml";
+  std::error_code ec;
+  if (from_file.is_absolute() && fs::exists(from_file, ec)) return from_file.native();
+  std::string corpus = TW_CORPUS_DIR;
+  const std::string suffix = "/../shared/corpus";
+  if (corpus.ends_with(suffix)) corpus.resize(corpus.size() - suffix.size());
+  return (fs::path(corpus) / "docs" / "trainwatch.example.toml").native();
+}
+
+class Config : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(dir_ / "logs");
+    path_ = dir_ / "trainwatch.toml";
+  }
+  // Writes the config file and loads it.
+  Result<app::Config> Load(const std::string& text) {
+    WriteFile(path_, text);
+    return app::LoadConfigFile(path_);
+  }
+  // The load error's message (fails the test if it loaded).
+  std::string LoadError(const std::string& text) {
+    Result<app::Config> c = Load(text);
+    EXPECT_FALSE(c.ok()) << "loaded:\n" << text;
+    return c.ok() ? std::string() : c.status().message();
+  }
+  // Runs `trainwatch daemon ARGS`; its exit status, with stdout+stderr in *out.
+  int Daemon(const std::string& args, std::string* out) {
+    return RunCommand(std::string(TW_CLI_BINARY) + " daemon " + args + " </dev/null", out);
+  }
+
+  TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(Config, AGoodFileLoadsAndResolvesRelativePaths) {
+  Result<app::Config> c = Load(R"([store]
+path = "state/tw.db"
+
+[watch]
+roots = ["logs", "/abs/other"]
+rescan_interval_seconds = 2.5
+inotify = false
+
+[ingest]
+batch_points = 500
+max_bytes_per_turn = 1048576
+
+[log]
+verbose = true
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->origin, path_);
+  EXPECT_EQ(c->db_path, dir_ / "state/tw.db");
+  EXPECT_EQ(c->roots, (std::vector<std::string>{dir_ / "logs", "/abs/other"}));
+  EXPECT_EQ(c->rescan_interval_ms, 2500);
+  EXPECT_FALSE(c->inotify);
+  EXPECT_EQ(c->batch_points, 500);
+  EXPECT_EQ(c->max_bytes_per_turn, 1048576);
+  EXPECT_TRUE(c->verbose);
+}
+
+TEST_F(Config, AnEmptyFileIsAllDefaults) {
+  Result<app::Config> c = Load("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  app::Config defaults;
+  EXPECT_TRUE(c->roots.empty());
+  EXPECT_EQ(c->rescan_interval_ms, defaults.rescan_interval_ms);
+  EXPECT_EQ(c->inotify, defaults.inotify);
+  EXPECT_EQ(c->batch_points, defaults.batch_points);
+  EXPECT_EQ(c->max_bytes_per_turn, defaults.max_bytes_per_turn);
+  EXPECT_FALSE(c->db_path.empty());
+}
+
+TEST_F(Config, UnknownKeyNamesFileLineAndKey) {
+  const std::string msg = LoadError("[watch]\nroots = [\"logs\"]\nrescan_intervall = 5\n");
+  EXPECT_NE(msg.find(path_ + ":3: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'rescan_intervall' in [watch]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rescan_interval_seconds"), std::string::npos) << msg;  // the known keys
+
+  const std::string top = LoadError("\n\n[wacth]\nroots = []\n");
+  EXPECT_NE(top.find(path_ + ":3: "), std::string::npos) << top;
+  EXPECT_NE(top.find("unknown key 'wacth'"), std::string::npos) << top;
+
+  const std::string ingest = LoadError("[ingest]\nbatch = 5\n");
+  EXPECT_NE(ingest.find(path_ + ":2: unknown key 'batch' in [ingest]"), std::string::npos)
+      << ingest;
+}
+
+TEST_F(Config, WrongTypesNameFileLineAndTheExpectedType) {
+  struct Case {
+    std::string text;
+    int line;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {"[watch]\nroots = \"x\"\n", 2, "[watch] roots must be an array of strings, got a string"},
+      {"[watch]\nroots = [\"a\", 3]\n", 2, "[watch] roots must hold strings, got an integer"},
+      {"[watch]\n\ninotify = \"yes\"\n", 3, "[watch] inotify must be true or false, got a string"},
+      {"[ingest]\nbatch_points = 1.5\n", 2,
+       "[ingest] batch_points must be a positive integer, got a number"},
+      {"[ingest]\nmax_bytes_per_turn = \"64M\"\n", 2,
+       "[ingest] max_bytes_per_turn must be a positive integer, got a string"},
+      {"[watch]\nrescan_interval_seconds = \"30s\"\n", 2,
+       "[watch] rescan_interval_seconds must be a number of seconds, got a string"},
+      {"[store]\npath = 7\n", 2, "[store] path must be a string (a file path), got an integer"},
+      {"[log]\nverbose = \"no\"\n", 2, "[log] verbose must be true or false, got a string"},
+      {"watch = 3\n", 1, "'watch' must be a table"},
+  };
+  for (const auto& c : cases) {
+    const std::string msg = LoadError(c.text);
+    EXPECT_NE(msg.find(path_ + ":" + std::to_string(c.line) + ": "), std::string::npos)
+        << c.text << " -> " << msg;
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << c.text << " -> " << msg;
+  }
+}
+
+// `inotify = 0` must not silently mean false (nor `verbose = 2` true): TOML has booleans.
+TEST_F(Config, AnIntegerIsNotABoolean) {
+  std::string msg = LoadError("[watch]\ninotify = 0\n");
+  EXPECT_NE(msg.find(path_ + ":2: [watch] inotify must be true or false, got an integer"),
+            std::string::npos)
+      << msg;
+  msg = LoadError("[log]\nverbose = 1\n");
+  EXPECT_NE(msg.find(path_ + ":2: [log] verbose must be true or false, got an integer"),
+            std::string::npos)
+      << msg;
+}
+
+TEST_F(Config, OutOfRangeValuesNameFileAndLine) {
+  std::string msg = LoadError("[watch]\nrescan_interval_seconds = 0.01\n");
+  EXPECT_NE(msg.find(path_ + ":2: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("between 0.05 and 86400"), std::string::npos) << msg;
+  msg = LoadError("[ingest]\nbatch_points = 0\n");
+  EXPECT_NE(msg.find(path_ + ":2: [ingest] batch_points must be at least 1"), std::string::npos)
+      << msg;
+  msg = LoadError("[ingest]\nmax_bytes_per_turn = 100\n");
+  EXPECT_NE(msg.find(path_ + ":2: [ingest] max_bytes_per_turn must be at least 4096"),
+            std::string::npos)
+      << msg;
+}
+
+TEST_F(Config, SyntaxErrorNamesFileAndLine) {
+  const std::string msg = LoadError("[watch]\nroots = [\"logs\"\ninotify = true\n");
+  EXPECT_NE(msg.find(path_ + ":"), std::string::npos) << msg;
+  // The error is at line 2 or 3 depending on where the parser notices the missing ']'.
+  EXPECT_TRUE(msg.find(path_ + ":2: ") != std::string::npos ||
+              msg.find(path_ + ":3: ") != std::string::npos)
+      << msg;
+  const std::string dup = LoadError("[watch]\ninotify = true\ninotify = false\n");
+  EXPECT_NE(dup.find(path_ + ":3: "), std::string::npos) << dup;
+}
+
+TEST_F(Config, UnreadableFileIsNamed) {
+  Result<app::Config> c = app::LoadConfigFile(dir_ / "absent.toml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(dir_ / "absent.toml"), std::string::npos)
+      << c.status().message();
+}
+
+TEST_F(Config, ValidateNamesAMissingRootAndCanonicalizesRoots) {
+  Result<app::Config> c = Load("[store]\npath = \"tw.db\"\n[watch]\nroots = [\"logs/../logs\", "
+                               "\"missing\"]\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Status st = app::Validate(&*c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("root '" + (dir_ / "missing") + "' is not a directory"),
+            std::string::npos)
+      << st.message();
+
+  c = Load("[store]\npath = \"tw.db\"\n[watch]\nroots = [\"logs/../logs/\"]\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  st = app::Validate(&*c);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(c->roots, std::vector<std::string>{fs::canonical(dir_ / "logs").native()});
+}
+
+TEST_F(Config, ValidateRefusesAStoreWhoseDirectoryCannotBeWritten) {
+  // Root ignores permissions, so make the store's directory a regular file.
+  WriteFile(dir_ / "plainfile", "not a directory");
+  Result<app::Config> c =
+      Load("[store]\npath = \"plainfile/tw.db\"\n[watch]\nroots = [\"logs\"]\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Status st = app::Validate(&*c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(dir_ / "plainfile"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(path_), std::string::npos) << st.message();  // the origin
+}
+
+TEST_F(Config, ValidateRefusesNoRoots) {
+  Result<app::Config> c = Load("[store]\npath = \"tw.db\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Status st = app::Validate(&*c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("no roots to watch"), std::string::npos) << st.message();
+}
+
+TEST_F(Config, BuildConfigPutsFlagsOnTopOfTheFile) {
+  fs::create_directories(dir_ / "more");
+  WriteFile(path_, "[store]\npath = \"from-file.db\"\n[watch]\nroots = [\"logs\"]\n"
+                   "rescan_interval_seconds = 10\n");
+  app::DaemonArgs args;
+  args.config_path = path_;
+  args.logdirs = {dir_ / "more", dir_ / "logs"};  // "logs" is also in the file: once only
+  args.db_path = dir_ / "flag.db";
+  args.rescan_seconds = 0.5;
+  args.no_inotify = true;
+  Result<app::Config> c = app::BuildConfig(args);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->roots, (std::vector<std::string>{fs::canonical(dir_ / "logs").native(),
+                                                fs::canonical(dir_ / "more").native()}));
+  EXPECT_EQ(c->db_path, dir_ / "flag.db");
+  EXPECT_EQ(c->rescan_interval_ms, 500);
+  EXPECT_FALSE(c->inotify);
+
+  args.rescan_seconds = 0.001;
+  Result<app::Config> bad = app::BuildConfig(args);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--rescan-interval"), std::string::npos)
+      << bad.status().message();
+}
+
+TEST_F(Config, BuildConfigWithoutAFileNeedsALogdir) {
+  app::DaemonArgs args;
+  args.db_path = dir_ / "t.db";
+  Result<app::Config> c = app::BuildConfig(args);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("no roots to watch"), std::string::npos)
+      << c.status().message();
+  args.logdirs = {dir_ / "logs"};
+  c = app::BuildConfig(args);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->origin, "command line");
+}
+
+TEST_F(Config, TheBinaryExitsSeventyEightWithTheMessageOnStderr) {
+  WriteFile(dir_ / "plainfile", "x");
+  struct Case {
+    std::string config;  // "" for no --config
+    std::string flags;
+    std::string message;
+  };
+  const std::string db = " --db " + Q(dir_ / "t.db");
+  const Case cases[] = {
+      {"[watch]\nroots = [\"logs\"]\nrescan_intervall = 5\n", db,
+       path_ + ":3: unknown key 'rescan_intervall' in [watch]"},
+      {"[watch]\nroots = \"x\"\n", db, path_ + ":2: [watch] roots must be an array of strings"},
+      {"[watch]\nroots = [\"logs\"]\ninotify = \"yes\"\n", db,
+       path_ + ":3: [watch] inotify must be true or false"},
+      {"[watch]\nroots = [\"logs\"]\n[ingest]\nbatch_points = 1.5\n", db,
+       path_ + ":4: [ingest] batch_points must be a positive integer"},
+      {"[watch]\nroots = [\"logs\"\n", db, path_ + ":"},
+      {"[watch]\nroots = [\"nowhere\"]\n", db, "root '" + (dir_ / "nowhere") + "' is not a directory"},
+      {"[store]\npath = \"plainfile/t.db\"\n[watch]\nroots = [\"logs\"]\n", "",
+       "the store's directory '" + (dir_ / "plainfile") + "'"},
+      {"", db, "no roots to watch"},
+      {"", db + " --logdir " + Q(dir_ / "logs") + " --rescan-interval 0.001", "--rescan-interval"},
+  };
+  for (const auto& c : cases) {
+    std::string args = c.flags;
+    if (!c.config.empty()) {
+      WriteFile(path_, c.config);
+      args = "--config " + Q(path_) + args;
+    }
+    std::string out;
+    EXPECT_EQ(Daemon(args, &out), app::kExitConfig) << c.config << args << "\n" << out;
+    EXPECT_NE(out.find("<3>configuration error: "), std::string::npos) << out;
+    EXPECT_NE(out.find(c.message), std::string::npos) << "want: " << c.message << "\ngot: " << out;
+  }
+}
+
+TEST_F(Config, TheBinaryRefusesAStoreThatIsNotOurs) {
+  WriteFile(dir_ / "notes.txt", "just some text, long enough to not be a database......");
+  std::string out;
+  EXPECT_EQ(Daemon("--logdir " + Q(dir_ / "logs") + " --db " + Q(dir_ / "notes.txt"), &out),
+            app::kExitConfig)
+      << out;
+  EXPECT_NE(out.find("not a trainwatch database"), std::string::npos) << out;
+}
+
+TEST_F(Config, TheDocumentedExampleParses) {
+  const std::string example = ExampleConfigPath();
+  ASSERT_TRUE(fs::exists(example)) << example;
+  Result<app::Config> c = app::LoadConfigFile(example);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->roots, std::vector<std::string>{"/srv/experiments"});
+  EXPECT_EQ(c->rescan_interval_ms, 30000);
+  EXPECT_TRUE(c->inotify);
+  EXPECT_EQ(c->batch_points, 20000);
+  EXPECT_EQ(c->max_bytes_per_turn, 67108864);
+  EXPECT_FALSE(c->verbose);
+  // Its values are the built-in defaults: the example documents them.
+  app::Config defaults;
+  EXPECT_EQ(c->rescan_interval_ms, defaults.rescan_interval_ms);
+  EXPECT_EQ(c->batch_points, defaults.batch_points);
+  EXPECT_EQ(c->max_bytes_per_turn, defaults.max_bytes_per_turn);
+  // /srv/experiments does not exist here: only Validate, which looks at this machine, objects.
+  if (!fs::exists("/srv/experiments")) {
+    Status st = app::Validate(&*c);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("/srv/experiments"), std::string::npos) << st.message();
+  }
+}
+
+}  // namespace
+}  // namespace tw
