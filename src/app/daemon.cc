@@ -71,6 +71,7 @@ class Daemon {
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
         rescan_timer_(io_),
         watchdog_timer_(io_),
+        progress_timer_(io_),
         notifier_(Notifier::FromEnvironment()),
         worker_(std::move(store), queue_, IngestOptions(cfg_)) {}
 
@@ -94,7 +95,8 @@ class Daemon {
     signals_.async_wait([this](auto ec, int sig) { OnSignal(ec, sig); });
     ScheduleWatchdog();
     notifier_.Send("READY=1\nSTATUS=" + StatusLine());
-    worker_.SetState("phase", "live");
+    worker_.SetState("phase", "backfill");
+    ScheduleProgress(1s);
     io_.run();
 
     // Stopped: let the writer finish its current commit, then leave.
@@ -202,6 +204,35 @@ class Daemon {
     });
   }
 
+  // While a backlog drains (the startup backfill, or a burst), say how it goes every 10 s;
+  // say once when it is done. The phase in daemon_state follows: backfill, then live. The
+  // first look comes after a second, so a small backfill turns live quickly.
+  void ScheduleProgress(std::chrono::milliseconds delay = 10s) {
+    progress_timer_.expires_after(delay);
+    progress_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      const auto& c = worker_.counters();
+      const size_t queued = queue_.size();
+      const int64_t bytes = c.bytes.load();
+      if (queued > 0 || !caught_up_) {
+        if (queued > 0) {
+          log::Info("ingest: " + std::to_string(queued) + " files queued; " +
+                    std::to_string((bytes - last_bytes_) >> 20) + " MiB and " +
+                    std::to_string(c.points.load() - last_points_) + " points in the last 10 s");
+        } else {
+          log::Info("ingest: caught up; " + std::to_string(c.points.load()) +
+                    " points ingested since start");
+          worker_.SetState("phase", "live");
+          caught_up_ = true;
+        }
+      }
+      if (queued > 0) caught_up_ = false;  // a new burst: say again when it is done
+      last_bytes_ = bytes;
+      last_points_ = c.points.load();
+      ScheduleProgress();
+    });
+  }
+
   std::string StatusLine() const {
     const auto& c = worker_.counters();
     return std::to_string(cfg_.roots.size()) + " roots, " + std::to_string(files_) +
@@ -223,6 +254,7 @@ class Daemon {
     worker_.RequestStop();
     rescan_timer_.cancel();
     watchdog_timer_.cancel();
+    progress_timer_.cancel();
     watcher_.reset();
     io_.stop();
   }
@@ -271,7 +303,7 @@ class Daemon {
   Config cfg_;
   boost::asio::io_context io_;
   boost::asio::signal_set signals_;
-  boost::asio::steady_timer rescan_timer_, watchdog_timer_;
+  boost::asio::steady_timer rescan_timer_, watchdog_timer_, progress_timer_;
   Notifier notifier_;
   WorkQueue queue_;
   IngestWorker worker_;
@@ -281,6 +313,8 @@ class Daemon {
   size_t files_ = 0;
   bool first_rescan_ = true;
   bool rescan_soon_ = false;
+  bool caught_up_ = false;
+  int64_t last_bytes_ = 0, last_points_ = 0;
   int exit_code_ = 0;
 };
 
@@ -299,7 +333,6 @@ int RunDaemon(const DaemonArgs& args) {
     log::Error("cannot open the store: " + store.status().message());
     return store.status().code() == Code::kNotOurs ? kExitConfig : 1;
   }
-  // Block the signals we handle in every thread; the io_context's signal_set takes them.
   Daemon daemon(args, std::move(*cfg), std::move(*store));
   return daemon.Run();
 }
