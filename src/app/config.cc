@@ -92,6 +92,61 @@ std::string Resolve(const fs::path& base, const std::string& p) {
   return (path.is_absolute() ? path : base / path).lexically_normal().native();
 }
 
+// [rules]: enabled, interval_seconds, dir, disabled, and one sub-table per rule id holding
+// its parameters ([rules.loss_spikes] z = 10). [roles]: role = ["tag glob", ...], tried before
+// the built-in patterns. Rule ids and parameter names are checked when the rules load
+// (diagnose::Engine reports "config: ..." errors, and the daemon refuses to start on them).
+Status LoadRulesSection(const std::string& path, const fs::path& base, const toml::table& root,
+                        Config* c) {
+  if (const toml::node* n = root.get("rules")) {
+    if (!n->is_table()) return InvalidArgument(Where(path, n->source()) + "'rules' must be a table");
+    const toml::table& t = *n->as_table();
+    Section r(path, "rules", t);
+    std::set<std::string> known = {"enabled", "interval_seconds", "dir", "disabled"};
+    for (const auto& [k, v] : t)
+      if (v.is_table()) known.insert(std::string(k.str()));
+    TW_RETURN_IF_ERROR(r.CheckKeys(known));
+    TW_RETURN_IF_ERROR(r.Get("enabled", "true or false", &c->rules_enabled));
+    double secs = c->rules_interval_ms / 1000.0;
+    TW_RETURN_IF_ERROR(r.Get("interval_seconds", "a number of seconds", &secs));
+    if (secs < 0.1 || secs > 86400)
+      return InvalidArgument(Where(path, r.node("interval_seconds")->source()) +
+                             "[rules] interval_seconds must be between 0.1 and 86400");
+    c->rules_interval_ms = static_cast<int64_t>(secs * 1000);
+    std::string dir;
+    TW_RETURN_IF_ERROR(r.Get("dir", "a string (a directory of .sql rules)", &dir));
+    if (!dir.empty()) c->rules.rules_dir = Resolve(base, dir);
+    std::vector<std::string> disabled;
+    TW_RETURN_IF_ERROR(r.GetStrings("disabled", &disabled));
+    c->rules.disabled = {disabled.begin(), disabled.end()};
+    for (const auto& [k, v] : t) {
+      if (!v.is_table()) continue;
+      const std::string id(k.str());
+      for (const auto& [pk, pv] : *v.as_table()) {
+        auto num = pv.value<double>();
+        if (!pv.is_number() || !num)
+          return InvalidArgument(Where(path, pv.source()) + "[rules." + id + "] " +
+                                 std::string(pk.str()) + " must be a number");
+        c->rules.params[id][std::string(pk.str())] = *num;
+      }
+    }
+  }
+  if (const toml::node* n = root.get("roles")) {
+    if (!n->is_table()) return InvalidArgument(Where(path, n->source()) + "'roles' must be a table");
+    const toml::table& t = *n->as_table();
+    Section r(path, "roles", t);
+    const std::vector<std::string> roles = diagnose::KnownRoles();
+    TW_RETURN_IF_ERROR(r.CheckKeys({roles.begin(), roles.end()}));
+    for (const auto& [k, v] : t) {
+      std::vector<std::string> globs;
+      TW_RETURN_IF_ERROR(r.GetStrings(std::string(k.str()).c_str(), &globs));
+      for (const auto& g : globs)
+        c->rules.roles.push_back({std::string(k.str()), g, "", "config " + path});
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Config> LoadConfigFile(const std::string& path) {
@@ -115,7 +170,7 @@ Result<Config> LoadConfigFile(const std::string& path) {
     return n->as_table();
   };
   Section top(path, "top level", root);
-  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log"}));
+  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -158,6 +213,7 @@ Result<Config> LoadConfigFile(const std::string& path) {
   Section l(path, "log", **logt);
   TW_RETURN_IF_ERROR(l.CheckKeys({"verbose"}));
   TW_RETURN_IF_ERROR(l.Get("verbose", "true or false", &c.verbose));
+  TW_RETURN_IF_ERROR(LoadRulesSection(path, base, root, &c));
   return c;
 }
 

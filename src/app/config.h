@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "diagnose/engine.h"
 
 namespace tw::app {
 
@@ -21,6 +22,11 @@ struct Config {
   int64_t batch_points = 20000;         // commit at least this often
   int64_t max_bytes_per_turn = 64 << 20;  // per file per turn, so a backfill cannot starve live runs
   bool verbose = false;
+  // Diagnosis ([rules] and [roles]): how often rules run at most, and what they run with.
+  bool rules_enabled = true;
+  int64_t rules_interval_ms = 2000;   // a cycle at most this often while data arrives
+  int64_t rules_all_interval_ms = 60000;  // scope-all rules (stale runs) at most this often
+  diagnose::EngineOptions rules;
 
   bool operator==(const Config&) const = default;
 };

@@ -19,6 +19,9 @@ commands:
   ingest   read logdirs into a SQLite store once and exit
   query    run SQL against a store (read-only) and print table, CSV or JSON
   runs     list the runs in a store
+  diagnose run the diagnosis rules once and print verdicts and findings
+  findings what the daemon's diagnosis found: firing now, resolved recently
+  roles    what each run's tags mean to the rules (train_loss, lr, ...)
   help     this text
 
 `trainwatch COMMAND --help` explains each command.
@@ -39,6 +42,9 @@ int Main(int argc, char** argv) {
     if (cmd == "runs") return CmdRuns(rest);
     if (cmd == "daemon") return CmdDaemon(rest);
     if (cmd == "status") return CmdStatus(rest);
+    if (cmd == "diagnose") return CmdDiagnose(rest);
+    if (cmd == "findings") return CmdFindings(rest);
+    if (cmd == "roles") return CmdRoles(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kHelp;
       return 0;

@@ -14,5 +14,8 @@ int CmdQuery(const Args& args);
 int CmdRuns(const Args& args);
 int CmdDaemon(const Args& args);
 int CmdStatus(const Args& args);
+int CmdDiagnose(const Args& args);
+int CmdFindings(const Args& args);
+int CmdRoles(const Args& args);
 
 }  // namespace tw::cli

@@ -1,5 +1,7 @@
 #include "cli/format.h"
 
+#include "base/json.h"
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -31,27 +33,7 @@ std::string CsvQuote(const std::string& v) {
   return out + "\"";
 }
 
-std::string JsonString(const std::string& v) {
-  std::string out = "\"";
-  for (unsigned char c : v) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string JsonString(const std::string& v) { return JsonQuote(v); }
 
 std::string JsonCell(store::Stmt& s, int col) {
   switch (s.ColumnType(col)) {

@@ -1,0 +1,41 @@
+-- id: grad_clip_saturation
+-- title: Gradient clipping is active on almost every step
+-- severity: warning
+-- roles: grad_norm
+-- cause: The clip threshold is far below the gradients' natural size: every update is
+--   rescaled, which silently turns the optimizer into normalized-gradient descent with a
+--   different effective learning rate.
+-- fix: Raise max_grad_norm to just above the typical pre-clip norm (its median here), or lower
+--   the learning rate deliberately; clipping should catch outliers (a few % of steps), not all.
+-- param recent = 300: most recent gradient-norm points considered
+-- param max_share = 0.5: share of those above the threshold, at least
+-- param min_points = 20: points needed
+--
+-- The threshold comes from the run's hyperparameters (max_grad_norm, gradient_clip_val,
+-- clip_grad_norm, grad_clip) or a clip_threshold series.
+WITH th AS (
+  SELECT COALESCE(
+    -- PyTorch's add_hparams writes into a child run (a subdirectory): look there too.
+    (SELECT h.value FROM run_hparams h JOIN runs r ON r.run_id = h.run_id
+      WHERE (r.run_id = :run_id OR (r.root = (SELECT root FROM runs WHERE run_id = :run_id)
+             AND r.name LIKE (SELECT CASE name WHEN '.' THEN '' ELSE name || '/' END FROM runs WHERE run_id = :run_id) || '%'))
+       AND h.value_type = 'number' AND lower(h.key) IN ('max_grad_norm', 'gradient_clip_val', 'clip_grad_norm',
+                                                    'grad_clip', 'clip_norm', 'max_norm', 'clip_threshold')
+       AND h.value > 0 LIMIT 1),
+    (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'clip_threshold' AND value_class = 0
+       ORDER BY step DESC LIMIT 1)) AS t
+), g AS (
+  SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
+  FROM role_points WHERE run_id = :run_id AND role = 'grad_norm' AND value_class = 0
+), agg AS (
+  SELECT series_id, tag, count(*) AS n, sum(value > th.t) AS above, tw_median(value) AS med, th.t AS t,
+         min(step) AS first_step, max(step) AS last_step
+  FROM g, th WHERE k <= :recent AND th.t IS NOT NULL GROUP BY series_id
+)
+SELECT series_id, first_step AS onset_step, first_step, last_step,
+       tag || ' (before clipping) was above the clip threshold ' || printf('%.3g', t) || ' at ' || above ||
+         ' of the last ' || n || ' logged steps (' || printf('%.0f', 100.0 * above / n) ||
+         '%); its median is ' || printf('%.3g', med) || ', ' || printf('%.0f', med / t) || 'x the threshold' AS message,
+       json_object('series', tag, 'threshold', t, 'share_above', 1.0 * above / n, 'median', med,
+                   'points', n) AS evidence
+FROM agg WHERE n >= :min_points AND 1.0 * above / n >= :max_share

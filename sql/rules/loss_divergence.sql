@@ -1,0 +1,41 @@
+-- id: loss_divergence
+-- title: Loss is diverging
+-- severity: critical
+-- roles: train_loss
+-- inhibited_by: non_finite_loss
+-- cause: The learning rate is too high for this stage of training (a schedule that rises, a
+--   warmup that ends too high, an LR restart), or the optimizer state was lost on a resume.
+-- fix: Stop the run: it will not come back by itself. Resume from the checkpoint at the best
+--   step with the learning rate halved (or the warmup lengthened), and add gradient clipping.
+-- param window = 25: points in the rolling median that smooths the loss (spikes do not count)
+-- param min_points = 60: loss points needed before judging
+-- param ratio = 2: smoothed loss now over its best, at least
+-- param trend_z = 3: Mann–Kendall z of the loss since its best, at least (a persistent rise)
+-- param min_frac = 0.05: the rise spans at least this fraction of the run's steps
+--
+-- Method: the loss on a log scale, smoothed by a rolling median; its best (lowest) level and
+-- where it was; the current level. Diverging when the current level is `ratio` times the best,
+-- the rise since the best is a significant monotone trend (not a single spike), and it is
+-- not already falling back.
+WITH d AS (
+  SELECT series_id, tag, count(*) AS n, tw_divergence(step, value, :window) AS j
+  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+  GROUP BY series_id
+), v AS (
+  SELECT series_id, tag, n, j,
+         json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
+         json_extract(j, '$.current') AS cur, json_extract(j, '$.ratio_to_best') AS ratio,
+         json_extract(j, '$.peak_ratio_to_best') AS peak, json_extract(j, '$.mk_z_since_best') AS z,
+         json_extract(j, '$.frac_since_best') AS frac, json_extract(j, '$.last_step') AS last_step
+  FROM d WHERE n >= :min_points AND json_extract(j, '$.log') = 1
+)
+SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
+       tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step ||
+         ' to ' || printf('%.4g', cur) || ' (' || printf('%.1f', ratio) || 'x, smoothed over ' ||
+         :window || ' points) and is still rising (trend z ' || printf('%.1f', z) || ' over ' ||
+         printf('%.0f', 100 * frac) || '% of the run)' AS message,
+       json_object('series', tag, 'best_step', best_step, 'best', best, 'current', cur,
+                   'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
+                   'smoothing_window', :window) AS evidence
+FROM v
+WHERE ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac AND ratio >= 0.7 * peak

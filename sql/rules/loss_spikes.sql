@@ -1,0 +1,50 @@
+-- id: loss_spikes
+-- title: Loss spikes that recur or do not recover
+-- severity: warning
+-- roles: train_loss
+-- inhibited_by: non_finite_loss, loss_divergence
+-- cause: Bad batches (corrupt or extreme examples, a data shard with a different scale) or an
+--   optimizer on the edge of stability: a learning rate too high for the current loss
+--   sharpness, Adam's epsilon too small, attention logits growing.
+-- fix: Log the indices of the batches at the spike steps and inspect them; lower the peak LR
+--   (or lengthen warmup), clip gradients (max norm 1.0), and for transformers consider QK-norm
+--   or a larger Adam epsilon. Spikes that do not recover: resume from before the first one.
+-- param window = 100: trailing window of the robust z, in points
+-- param z = 8: modified z (median/MAD of log-loss) that makes a point a spike
+-- param min_ratio = 1.5: a spike must also be this many times the running level
+-- param recover_points = 50: points after a spike within which it must come back
+-- param min_count = 3: spikes that make them recurring
+-- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
+--
+-- Isolated spikes of 2-3x that recover are normal (especially early) and stay quiet; this
+-- fires for recurring spikes, or for one that left the loss at a higher level.
+WITH span AS (
+  SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
+), s AS (
+  SELECT series_id, tag, tw_spikes(step, value, :window, :z, :recover_points) AS j
+  FROM role_points, span
+  WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+    AND step >= span.lo + :warmup_frac * (span.hi - span.lo)
+  GROUP BY series_id
+), big AS (
+  SELECT s.series_id, s.tag, count(*) AS n,
+         sum(json_extract(e.value, '$.recovered') = 0) AS unrecovered,
+         min(json_extract(e.value, '$.step')) AS first_step,
+         max(json_extract(e.value, '$.step')) AS last_step,
+         max(json_extract(e.value, '$.ratio')) AS max_ratio,
+         max(json_extract(e.value, '$.z')) AS max_z,
+         json_group_array(json(e.value)) AS spikes
+  FROM s, json_each(s.j, '$.spikes') e
+  WHERE json_extract(e.value, '$.ratio') >= :min_ratio
+  GROUP BY s.series_id
+)
+SELECT series_id, first_step AS onset_step, first_step, last_step,
+       tag || ': ' || n || ' spike' || CASE WHEN n > 1 THEN 's' ELSE '' END ||
+         ' between steps ' || first_step || ' and ' || last_step || ' (up to ' ||
+         printf('%.1f', max_ratio) || 'x the running level, robust z up to ' || printf('%.0f', max_z) || ')' ||
+         CASE WHEN unrecovered > 0 THEN '; ' || unrecovered || ' did not come back within ' ||
+              :recover_points || ' points' ELSE '' END AS message,
+       json_object('series', tag, 'spikes', json(spikes), 'count', n, 'unrecovered', unrecovered,
+                   'window', :window, 'z_threshold', :z) AS evidence
+FROM big
+WHERE n >= :min_count OR unrecovered > 0

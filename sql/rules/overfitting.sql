@@ -1,0 +1,50 @@
+-- id: overfitting
+-- title: Overfitting: validation loss rising while training loss falls
+-- severity: warning
+-- roles: train_loss, val_loss
+-- inhibited_by: non_finite_loss
+-- cause: The model is memorizing the training set: too much capacity or too many epochs for
+--   the data, too little regularization, or validation data that differs from training data.
+-- fix: Keep the checkpoint from the best validation step (early stopping there); add
+--   regularization (weight decay, dropout, augmentation), get more data, or shrink the model.
+--   If the gap opened suddenly, check for a train/val preprocessing mismatch.
+-- param min_evals = 3: evaluations after the best one, at least
+-- param min_rise = 0.02: the latest validation loss is at least this much (relative) above its best
+-- param train_z = -2: Mann–Kendall z of the training loss since the best validation step, at most
+-- param val_z = 2: Mann–Kendall z of validation since its best, at least (a rise, not noise);
+--   with 5 or fewer evaluations after the best, each must instead be above the one before
+WITH val AS (
+  SELECT series_id, tag, step, value FROM role_points
+  WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
+), best AS (
+  SELECT series_id, tag, tw_best(step, value, 0) AS j, count(*) AS n FROM val GROUP BY series_id
+), b AS (
+  SELECT series_id, tag, n, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
+         json_extract(j, '$.last') AS last, json_extract(j, '$.last_step') AS last_step,
+         json_extract(j, '$.since_points') AS evals_after
+  FROM best
+), after AS (
+  SELECT b.*, (SELECT tw_median(v.value) FROM val v WHERE v.series_id = b.series_id AND v.step > b.best_step) AS med_after,
+         (SELECT json_extract(tw_trend(v.step, v.value), '$.mk_z') FROM val v
+           WHERE v.series_id = b.series_id AND v.step >= b.best_step) AS val_z,
+         (SELECT count(*) FROM (SELECT v.value < lag(v.value) OVER (ORDER BY v.step) AS fell FROM val v
+           WHERE v.series_id = b.series_id AND v.step >= b.best_step) WHERE fell) AS falls,
+         (SELECT tw_trend(p.step, p.value) FROM role_points p
+           WHERE p.run_id = :run_id AND p.role = 'train_loss' AND p.value_class = 0 AND p.step >= b.best_step) AS tj,
+         (SELECT tag FROM run_roles WHERE run_id = :run_id AND role = 'train_loss' LIMIT 1) AS train_tag
+  FROM b WHERE evals_after >= :min_evals
+)
+SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
+       tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step || ' to ' ||
+         printf('%.4g', last) || ' (+' || printf('%.0f', 100 * (last / best - 1)) || '%) over ' || evals_after ||
+         ' evaluations, while the training loss (' || train_tag || ') kept falling (' ||
+         printf('%.4g', json_extract(tj, '$.start')) || ' to ' || printf('%.4g', json_extract(tj, '$.end')) ||
+         '). The best checkpoint is the one at step ' || best_step || '.' AS message,
+       json_object('series', tag, 'best_val_step', best_step, 'best_val', best, 'last_val', last,
+                   'evaluations_after_best', evals_after, 'train_series', train_tag,
+                   'train_trend_z', json_extract(tj, '$.mk_z'), 'train_start', json_extract(tj, '$.start'),
+                   'train_end', json_extract(tj, '$.end'), 'val_trend_z', val_z) AS evidence
+FROM after
+WHERE best > 0 AND last >= best * (1 + :min_rise) AND med_after >= best * (1 + :min_rise / 2)
+  AND json_extract(tj, '$.mk_z') <= :train_z
+  AND (val_z >= :val_z OR (evals_after <= 5 AND falls = 0))

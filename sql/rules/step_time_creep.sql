@@ -1,0 +1,35 @@
+-- id: step_time_creep
+-- title: Steps are getting slower
+-- severity: warning
+-- roles: step_time
+-- cause: Work per step grows: a leak that makes the allocator or garbage collector work harder,
+--   a growing Python-side structure walked every step, data loading falling behind (workers
+--   starved, a cache thrashing), or an operation that fell back to the CPU.
+-- fix: Profile two windows (torch.profiler, py-spy) and compare; check memory at the same time,
+--   the data loader's wait time (num_workers, pin_memory) and host CPU use.
+-- param recent = 30: points in the recent window
+-- param ratio = 1.25: recent median over the run's median, at least
+-- param trend_z = 3: Mann–Kendall z over the run, at least (a creep, not a blip)
+-- param skip_frac = 0.05: the first part of the run is skipped (compilation, warmup)
+WITH span AS (
+  SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'step_time'
+), pts AS (
+  SELECT series_id, tag, step, value,
+         row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
+  FROM role_points, span WHERE run_id = :run_id AND role = 'step_time' AND value_class = 0
+    AND step >= span.lo + :skip_frac * (span.hi - span.lo)
+), agg AS (
+  SELECT series_id, tag, count(*) AS n, tw_median(value) AS med, tw_trend(step, value) AS j,
+         (SELECT tw_median(p2.value) FROM pts p2 WHERE p2.series_id = pts.series_id AND p2.k <= :recent) AS recent_med,
+         min(step) AS first_step, max(step) AS last_step
+  FROM pts GROUP BY series_id
+)
+SELECT series_id, first_step AS onset_step, first_step, last_step,
+       tag || ': the last ' || :recent || ' steps took ' || printf('%.3g', recent_med) || ' (median), ' ||
+         printf('%.2f', recent_med / med) || 'x the run''s median ' || printf('%.3g', med) ||
+         ', and it has been rising steadily (trend z ' || printf('%.1f', json_extract(j, '$.mk_z')) || ')' AS message,
+       json_object('series', tag, 'recent_median', recent_med, 'run_median', med, 'ratio', recent_med / med,
+                   'trend_z', json_extract(j, '$.mk_z'), 'start', json_extract(j, '$.start'),
+                   'end', json_extract(j, '$.end')) AS evidence
+FROM agg WHERE n >= 2 * :recent AND med > 0 AND recent_med >= :ratio * med
+  AND json_extract(j, '$.mk_z') >= :trend_z

@@ -1,0 +1,36 @@
+-- id: val_stall
+-- title: Validation has stopped improving
+-- severity: info
+-- roles: val_loss, train_loss
+-- inhibited_by: overfitting, val_constant, non_finite_loss
+-- cause: The model has learned what it can from this data at this learning rate: training
+--   goes on without improving what you measure.
+-- fix: Stop here and keep the best checkpoint (early stopping), or lower the learning rate
+--   (ReduceLROnPlateau), or add data or regularization if training loss is still falling.
+-- param min_delta = 0.001: relative improvement that counts as progress
+-- param patience = 5: evaluations without progress
+-- param patience_seconds = 600: and at least this much of the run's time
+WITH best AS (
+  SELECT series_id, tag, tw_best(step, value, :min_delta) AS j
+  FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
+  GROUP BY series_id
+), b AS (
+  SELECT series_id, tag, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
+         json_extract(j, '$.since_points') AS evals, json_extract(j, '$.last_step') AS last_step,
+         json_extract(j, '$.last') AS last
+  FROM best
+), timed AS (
+  SELECT b.*,
+         (SELECT max(wall_time) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = b.series_id) -
+         (SELECT min(wall_time) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = b.series_id
+            AND p.step = b.best_step) AS seconds,
+         (SELECT max(step) FROM role_points p WHERE p.run_id = :run_id AND p.role = 'train_loss') AS train_last
+  FROM b WHERE evals >= :patience
+)
+SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
+       tag || ' has not improved by ' || printf('%g', 100 * :min_delta) || '% for ' || evals ||
+         ' evaluations (' || printf('%.0f', seconds / 60.0) || ' min) since its best ' || printf('%.4g', best) ||
+         ' at step ' || best_step || '; training went on to step ' || train_last AS message,
+       json_object('series', tag, 'best_step', best_step, 'best', best, 'evaluations_since', evals,
+                   'seconds_since', seconds, 'last', last) AS evidence
+FROM timed WHERE seconds >= :patience_seconds AND train_last > best_step

@@ -1,0 +1,43 @@
+// A small JSON writer for the objects trainwatch emits (diagnosis evidence, reports, query
+// output): strings escaped, numbers in shortest round-trip form, NaN and ±Inf as null (JSON has
+// neither). Parsing, where needed, goes through SQLite's json functions or Boost.JSON.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tw {
+
+// `v` as a quoted, escaped JSON string.
+std::string JsonQuote(std::string_view v);
+// A number as JSON: integers without a fraction, NaN/Inf as null.
+std::string JsonNumber(double v);
+
+// Builds one object or array by appending members in order.
+class Json {
+ public:
+  static Json Array() { Json j; j.array_ = true; return j; }
+
+  Json& Num(std::string_view key, double v) { return Member(key, JsonNumber(v)); }
+  Json& Str(std::string_view key, std::string_view v) { return Member(key, JsonQuote(v)); }
+  Json& Bool(std::string_view key, bool v) { return Member(key, v ? "true" : "false"); }
+  Json& Raw(std::string_view key, std::string_view json) { return Member(key, json); }
+  Json& Json_(std::string_view key, const Json& v) { return Member(key, v.str()); }
+  // Arrays: appends an element.
+  Json& Push(const Json& v) { return Member("", v.str()); }
+  Json& PushRaw(std::string_view json) { return Member("", json); }
+
+  // The last n elements of an array (all when fewer).
+  Json LastItems(size_t n) const;
+  const std::string& str() const;
+  bool empty() const { return items_.empty(); }
+
+ private:
+  Json& Member(std::string_view key, std::string_view json);
+  bool array_ = false;
+  std::vector<std::string> items_;  // each "key":value, or value in an array
+  mutable std::string out_;
+};
+
+}  // namespace tw

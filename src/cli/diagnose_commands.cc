@@ -1,0 +1,213 @@
+// trainwatch diagnose | findings | roles: the diagnosis stage from the command line.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <set>
+
+#include "app/config.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/format.h"
+#include "diagnose/engine.h"
+#include "diagnose/report.h"
+#include "store/store.h"
+
+namespace tw::cli {
+namespace {
+
+constexpr const char* kDiagnoseHelp = R"(usage: trainwatch diagnose --db FILE [options]
+
+Runs every diagnosis rule once over the runs in the store (read-only: safe beside a running
+daemon) and prints, per run, a verdict (healthy, watch, kill), a loss forecast where a
+power-law fit is good, and each finding: what was seen (series, steps, values), a sparkline
+of the curve with the onset marked, the likely cause and the fix. Healthy runs are summed up
+in the last line (markdown lists them).
+
+options:
+  --db FILE         the store (required)
+  --run GLOB        only runs whose name matches (e.g. 'exp_*'; default: all)
+  --format F        text (default), json (one array: the stable contract), or markdown
+  --config FILE     take [rules] and [roles] (thresholds, extra rules, tag patterns) from the
+                    daemon's config file
+  --rules-dir DIR   extra rules (*.sql), added to the built-ins (a same id replaces one)
+  --set ID.PARAM=V  override one rule parameter (repeatable), e.g. loss_spikes.z=10
+  --now SECONDS     evaluate as of this unix time (default: now; for stale-run checks)
+  --help            this text
+
+exit status: 0 when it ran (whatever it found), 1 when the store or a rule failed to load,
+2 on a usage error.
+)";
+
+constexpr const char* kFindingsHelp = R"(usage: trainwatch findings --db FILE [--all] [--format table|csv|json]
+
+Lists what the daemon's diagnosis has stored: findings firing or pending now, and those
+resolved in the last 24 hours (--all: every finding ever). The table is also queryable as
+the view finding_list.
+)";
+
+constexpr const char* kRolesHelp = R"(usage: trainwatch roles --db FILE [--run GLOB] [--config FILE] [--format table|csv|json]
+
+Shows what each run's tags were mapped to (train_loss, val_loss, lr, grad_norm, ...) and
+which pattern decided it. Rules speak of roles; a tag no pattern matches is not diagnosed.
+Add patterns in the config's [roles] section.
+)";
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Options for the engine from --config, --rules-dir and --set.
+bool EngineOptionsFrom(const Flags& f, diagnose::EngineOptions* out, std::string* error) {
+  if (auto cfg = f.Get("config")) {
+    Result<app::Config> c = app::LoadConfigFile(*cfg);
+    if (!c.ok()) {
+      *error = c.status().message();
+      return false;
+    }
+    *out = c->rules;
+  }
+  if (auto dir = f.Get("rules-dir")) out->rules_dir = *dir;
+  for (const std::string& s : f.GetAll("set")) {
+    const size_t dot = s.find('.'), eq = s.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || eq < dot) {
+      *error = "--set wants ID.PARAM=VALUE, got '" + s + "'";
+      return false;
+    }
+    char* end = nullptr;
+    const std::string v = s.substr(eq + 1);
+    const double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end) {
+      *error = "--set " + s + ": '" + v + "' is not a number";
+      return false;
+    }
+    out->params[s.substr(0, dot)][s.substr(dot + 1, eq - dot - 1)] = d;
+  }
+  return true;
+}
+
+// Run ids whose name matches `glob` (all when no glob).
+Result<std::vector<int64_t>> RunsMatching(store::Db& db, const std::optional<std::string>& glob) {
+  Result<store::Stmt> q = db.Prepare("SELECT run_id, name FROM runs ORDER BY name");
+  if (!q.ok()) return q.status();
+  std::vector<int64_t> ids;
+  for (;;) {
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    if (!glob || diagnose::GlobMatch(*glob, q->Text(1))) ids.push_back(q->Int(0));
+  }
+  return ids;
+}
+
+}  // namespace
+
+int CmdDiagnose(const Args& args) {
+  Flags f(args, {"db", "run", "format", "config", "rules-dir", "set", "now"}, {"help"});
+  if (f.Has("help")) return Usage(kDiagnoseHelp);
+  if (!f.error().empty()) return Usage(kDiagnoseHelp, f.error());
+  if (!f.Has("db")) return Usage(kDiagnoseHelp, "diagnose needs --db FILE");
+  diagnose::ReportFormat format = diagnose::ReportFormat::kText;
+  if (auto fm = f.Get("format"); fm && !diagnose::ParseReportFormat(*fm, &format))
+    return Usage(kDiagnoseHelp, "--format must be text, json or markdown");
+  double now = Now();
+  if (auto n = f.Get("now")) {
+    char* end = nullptr;
+    now = std::strtod(n->c_str(), &end);
+    if (n->empty() || *end) return Usage(kDiagnoseHelp, "--now must be unix seconds");
+  }
+  diagnose::EngineOptions options;
+  std::string error;
+  if (!EngineOptionsFrom(f, &options, &error)) return Usage(kDiagnoseHelp, error);
+
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(*f.Get("db"), options);
+  if (!engine.ok()) {
+    std::cerr << "trainwatch: " << engine.status().message() << "\n";
+    return 1;
+  }
+  for (const auto& e : (*engine)->load_errors()) std::cerr << "trainwatch: rule skipped: " << e << "\n";
+  Result<std::vector<int64_t>> runs = RunsMatching((*engine)->db(), f.Get("run"));
+  if (!runs.ok()) {
+    std::cerr << "trainwatch: " << runs.status().message() << "\n";
+    return 1;
+  }
+  Result<diagnose::Evaluation> ev = (*engine)->Evaluate(&*runs, now);
+  if (!ev.ok()) {
+    std::cerr << "trainwatch: " << ev.status().message() << "\n";
+    return 1;
+  }
+  std::cout << diagnose::RenderReport(*ev, (*engine)->db(), format);
+  const bool config_error = std::any_of((*engine)->load_errors().begin(), (*engine)->load_errors().end(),
+                                        [](const std::string& e) { return e.starts_with("config:"); });
+  return config_error ? 1 : 0;
+}
+
+int CmdFindings(const Args& args) {
+  Flags f(args, {"db", "format"}, {"all", "help"});
+  if (f.Has("help")) return Usage(kFindingsHelp);
+  if (!f.error().empty()) return Usage(kFindingsHelp, f.error());
+  if (!f.Has("db")) return Usage(kFindingsHelp, "findings needs --db FILE");
+  Format format = Format::kTable;
+  if (auto fm = f.Get("format"); fm && !ParseFormat(*fm, &format))
+    return Usage(kFindingsHelp, "--format must be table, csv or json");
+  Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(*f.Get("db"));
+  if (!db.ok()) {
+    std::cerr << "trainwatch: " << db.status().message() << "\n";
+    return 1;
+  }
+  Result<store::Stmt> q = (*db)->Prepare(
+      std::string("SELECT state, severity, rule, run, series, onset_step, "
+                  "datetime(first_seen, 'unixepoch') AS first_seen, "
+                  "datetime(COALESCE(resolved_at, last_seen), 'unixepoch') AS last_change, message "
+                  "FROM finding_list ") +
+      (f.Has("all") ? "" : "WHERE state != 'resolved' OR resolved_at > unixepoch() - 86400 ") +
+      "ORDER BY state = 'resolved', CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, "
+      "run, rule");
+  if (!q.ok()) {
+    std::cerr << "trainwatch: " << q.status().message() << "\n";
+    return 1;
+  }
+  Result<int64_t> n = PrintRows(*q, format, std::cout);
+  if (!n.ok()) {
+    std::cerr << "trainwatch: " << n.status().message() << "\n";
+    return 1;
+  }
+  if (format == Format::kTable && *n == 0) std::cout << "no findings\n";
+  return 0;
+}
+
+int CmdRoles(const Args& args) {
+  Flags f(args, {"db", "run", "config", "format"}, {"help"});
+  if (f.Has("help")) return Usage(kRolesHelp);
+  if (!f.error().empty()) return Usage(kRolesHelp, f.error());
+  if (!f.Has("db")) return Usage(kRolesHelp, "roles needs --db FILE");
+  Format format = Format::kTable;
+  if (auto fm = f.Get("format"); fm && !ParseFormat(*fm, &format))
+    return Usage(kRolesHelp, "--format must be table, csv or json");
+  diagnose::EngineOptions options;
+  std::string error;
+  if (!EngineOptionsFrom(f, &options, &error)) return Usage(kRolesHelp, error);
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(*f.Get("db"), options);
+  if (!engine.ok()) {
+    std::cerr << "trainwatch: " << engine.status().message() << "\n";
+    return 1;
+  }
+  Result<std::vector<int64_t>> runs = RunsMatching((*engine)->db(), f.Get("run"));
+  Result<diagnose::RoleMap> map = runs.ok() ? (*engine)->Roles(&*runs) : Result<diagnose::RoleMap>(runs.status());
+  if (!map.ok()) {
+    std::cerr << "trainwatch: " << map.status().message() << "\n";
+    return 1;
+  }
+  Status st = diagnose::WriteRoleTable((*engine)->db(), *map);
+  Result<store::Stmt> q = (*engine)->db().Prepare(
+      "SELECT r.name AS run, rr.role, rr.tag, CASE WHEN rr.source_run_id != rr.run_id "
+      "THEN (SELECT name FROM runs WHERE run_id = rr.source_run_id) ELSE '' END AS from_run, rr.why "
+      "FROM temp.run_roles rr JOIN runs r ON r.run_id = rr.run_id ORDER BY r.name, rr.role, rr.tag");
+  if (!st.ok() || !q.ok()) {
+    std::cerr << "trainwatch: " << (st.ok() ? q.status() : st).message() << "\n";
+    return 1;
+  }
+  Result<int64_t> n = PrintRows(*q, format, std::cout);
+  return n.ok() ? 0 : 1;
+}
+
+}  // namespace tw::cli

@@ -1,0 +1,320 @@
+#include "diagnose/engine.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "diagnose/sql_functions.h"
+#include "store/store.h"
+
+namespace tw::diagnose {
+
+namespace {
+
+// The columns a rule's rows may carry, by name.
+enum Col { kSeriesId, kRunId, kSeverity, kOnset, kFirst, kLast, kMessage, kEvidence, kCause, kFix, kNumCols };
+const char* const kColNames[kNumCols] = {"series_id", "run_id", "severity", "onset_step", "first_step",
+                                         "last_step", "message", "evidence", "cause", "fix"};
+
+std::optional<int64_t> OptInt(store::Stmt& s, int col) {
+  if (col < 0 || s.IsNull(col)) return std::nullopt;
+  return static_cast<int64_t>(std::llround(s.Real(col)));
+}
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+}  // namespace
+
+struct Engine::Prepared {
+  const Rule* rule = nullptr;
+  store::Stmt stmt;
+  int col[kNumCols];
+  // Bind index -> value for declared params; run_id/now indexes (0: not used).
+  std::vector<std::pair<int, double>> param_binds;
+  int run_id_index = 0, now_index = 0;
+};
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineOptions options) {
+  Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(db_path);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<Engine> e(new Engine());
+  e->db_ = std::move(*db);
+  e->options_ = std::move(options);
+  e->patterns_ = EffectiveRolePatterns(e->options_.roles);
+  TW_RETURN_IF_ERROR(RegisterSqlFunctions(*e->db_));
+  TW_RETURN_IF_ERROR(WriteRoleTable(*e->db_, RoleMap{}));  // rules prepare against it
+
+  std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
+  for (auto& r : all)
+    if (!e->options_.disabled.count(r.id)) e->rules_.push_back(std::move(r));
+  // Config that names a rule or parameter that does not exist is a typo worth reporting.
+  for (const auto& [id, params] : e->options_.params) {
+    auto rule = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; });
+    if (rule == all.end()) {
+      e->load_errors_.push_back("config: [rules." + id + "]: no rule has this id");
+      continue;
+    }
+    for (const auto& [name, v] : params)
+      if (std::none_of(rule->params.begin(), rule->params.end(),
+                       [&](const RuleParam& p) { return p.name == name; }))
+        e->load_errors_.push_back("config: [rules." + id + "]: rule " + id + " has no parameter '" +
+                                  name + "'");
+  }
+
+  for (const Rule& r : e->rules_) {
+    auto p = std::make_unique<Prepared>();
+    p->rule = &r;
+    sqlite3_stmt* raw = nullptr;
+    const char* tail = nullptr;
+    if (sqlite3_prepare_v3(e->db_->raw(), r.sql.c_str(), static_cast<int>(r.sql.size()),
+                           SQLITE_PREPARE_PERSISTENT, &raw, &tail) != SQLITE_OK || !raw) {
+      e->load_errors_.push_back(r.origin + ": " +
+                                (raw ? "" : std::string(sqlite3_errmsg(e->db_->raw()))) +
+                                (raw ? "no statement" : ""));
+      continue;
+    }
+    p->stmt = store::Stmt(e->db_->raw(), raw);
+    std::string rest = tail ? tail : "";
+    rest.erase(std::remove_if(rest.begin(), rest.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == ';'; }),
+               rest.end());
+    if (!rest.empty() && !rest.starts_with("--")) {
+      e->load_errors_.push_back(r.origin + ": a rule holds one SELECT; text follows it");
+      continue;
+    }
+    if (!sqlite3_stmt_readonly(raw)) {
+      e->load_errors_.push_back(r.origin + ": a rule must only read (SELECT), not change anything");
+      continue;
+    }
+    for (int c = 0; c < kNumCols; ++c) p->col[c] = -1;
+    for (int i = 0; i < p->stmt.ColumnCount(); ++i)
+      for (int c = 0; c < kNumCols; ++c)
+        if (std::string_view(p->stmt.ColumnName(i)) == kColNames[c]) p->col[c] = i;
+    if (p->col[kMessage] < 0) {
+      e->load_errors_.push_back(r.origin + ": the SELECT has no 'message' column");
+      continue;
+    }
+    if (r.scope_all && p->col[kRunId] < 0) {
+      e->load_errors_.push_back(r.origin + ": a scope-all rule must return a 'run_id' column");
+      continue;
+    }
+    bool ok = true;
+    const auto& overrides = e->options_.params[r.id];
+    for (int i = 1; i <= sqlite3_bind_parameter_count(raw); ++i) {
+      const char* n = sqlite3_bind_parameter_name(raw, i);
+      std::string name = n ? std::string(n + 1) : "";
+      if (name == "run_id") { p->run_id_index = i; continue; }
+      if (name == "now") { p->now_index = i; continue; }
+      auto decl = std::find_if(r.params.begin(), r.params.end(), [&](const RuleParam& x) { return x.name == name; });
+      if (decl == r.params.end()) {
+        e->load_errors_.push_back(r.origin + ": parameter :" + name +
+                                  " is neither :run_id, :now nor declared with '-- param'");
+        ok = false;
+        break;
+      }
+      auto o = overrides.find(name);
+      p->param_binds.emplace_back(i, o != overrides.end() ? o->second : decl->default_value);
+    }
+    if (ok) e->prepared_.push_back(std::move(p));
+  }
+  return e;
+}
+
+Result<std::vector<int64_t>> Engine::ChangedRuns() {
+  Result<store::Stmt> q = db_->Prepare(
+      "SELECT run_id, total(committed_offset) + total(size_seen), count(*) FROM sources GROUP BY run_id");
+  if (!q.ok()) return q.status();
+  std::vector<int64_t> changed;
+  for (;;) {
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const int64_t run = q->Int(0);
+    const std::pair<int64_t, int64_t> mark{static_cast<int64_t>(q->Real(1)), q->Int(2)};
+    auto it = last_change_.find(run);
+    if (it == last_change_.end() || it->second != mark) {
+      changed.push_back(run);
+      last_change_[run] = mark;
+    }
+  }
+  return changed;
+}
+
+Result<RoleMap> Engine::Roles(const std::vector<int64_t>* runs) {
+  return AssignRoles(*db_, patterns_, runs);
+}
+
+Status Engine::Finish(Observation* o, const Rule& r) {
+  if (o->series_id != 0) {
+    Result<store::Stmt> q = db_->Prepare("SELECT tag FROM series WHERE series_id = ?");
+    if (!q.ok()) return q.status();
+    q->Bind(1, o->series_id);
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (*row) o->series = q->Text(0);
+  }
+  if (r.for_seconds > 0 && o->onset_step && o->series_id != 0) {
+    Result<store::Stmt> q = db_->Prepare(
+        "SELECT (SELECT max(wall_time) FROM scalars WHERE series_id = ?1 AND superseded = 0) - "
+        "(SELECT wall_time FROM scalars WHERE series_id = ?1 AND superseded = 0 AND step >= ?2 "
+        " ORDER BY step LIMIT 1)");
+    if (!q.ok()) return q.status();
+    q->Bind(1, o->series_id).Bind(2, *o->onset_step);
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    o->held_seconds = *row && !q->IsNull(0) ? q->Real(0) : 0;
+    o->pending = o->held_seconds < r.for_seconds;
+  }
+  return Status::Ok();
+}
+
+Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, Evaluation* ev) {
+  store::Stmt& s = p.stmt;
+  s.Reset();
+  sqlite3_clear_bindings(s.raw());
+  if (p.run_id_index) {
+    if (run_id) s.Bind(p.run_id_index, *run_id);
+    else s.BindNull(p.run_id_index);
+  }
+  if (p.now_index) s.Bind(p.now_index, now);
+  for (const auto& [i, v] : p.param_binds) s.Bind(i, v);
+  const Rule& r = *p.rule;
+  for (;;) {
+    Result<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    Observation o;
+    o.rule = r.id;
+    o.title = r.title;
+    o.severity = r.severity;
+    o.run_id = p.col[kRunId] >= 0 && !s.IsNull(p.col[kRunId]) ? s.Int(p.col[kRunId]) : run_id.value_or(0);
+    o.series_id = p.col[kSeriesId] >= 0 && !s.IsNull(p.col[kSeriesId]) ? s.Int(p.col[kSeriesId]) : 0;
+    if (p.col[kSeverity] >= 0 && !s.IsNull(p.col[kSeverity])) {
+      if (!ParseSeverity(s.Text(p.col[kSeverity]), &o.severity))
+        return InvalidArgument("severity '" + s.Text(p.col[kSeverity]) + "' is not info, warning or critical");
+    }
+    o.onset_step = OptInt(s, p.col[kOnset]);
+    o.first_step = OptInt(s, p.col[kFirst]);
+    o.last_step = OptInt(s, p.col[kLast]);
+    o.message = s.Text(p.col[kMessage]);
+    if (p.col[kEvidence] >= 0 && !s.IsNull(p.col[kEvidence])) o.evidence = s.Text(p.col[kEvidence]);
+    o.cause = p.col[kCause] >= 0 && !s.IsNull(p.col[kCause]) ? s.Text(p.col[kCause]) : r.cause;
+    o.fix = p.col[kFix] >= 0 && !s.IsNull(p.col[kFix]) ? s.Text(p.col[kFix]) : r.fix;
+    if (o.message.empty()) continue;  // a row that says nothing is no finding
+    ev->observations.push_back(std::move(o));
+  }
+  s.Reset();
+  return Status::Ok();
+}
+
+Verdict Engine::VerdictFor(int64_t run_id, const std::string& run, const std::vector<Observation>& obs) {
+  Verdict v;
+  v.run_id = run_id;
+  v.run = run;
+  int worst = -1;
+  for (const auto& o : obs)
+    if (o.run_id == run_id && o.muted_by.empty() && !o.pending)
+      worst = std::max(worst, static_cast<int>(o.severity));
+  v.verdict = worst >= static_cast<int>(Severity::kCritical) ? "kill"
+              : worst >= static_cast<int>(Severity::kWarning) ? "watch"
+                                                             : "healthy";
+  if (v.verdict == "kill") return v;
+  // A forecast from L(t) = e + a t^-alpha on the loss after its first 10%, where the fit is good.
+  Result<store::Stmt> q = db_->Prepare(
+      "WITH loss AS (SELECT step, value FROM role_points WHERE run_id = ?1 AND role = 'train_loss' "
+      "              AND value_class = 0), "
+      "     span AS (SELECT min(step) AS lo, max(step) AS hi, count(*) AS n FROM loss), "
+      "     planned AS (SELECT max(value) AS steps FROM run_hparams "
+      "                 WHERE run_id = ?1 AND value_type = 'number' AND lower(key) IN "
+      "                 ('max_steps','total_steps','num_training_steps','train_steps','max_iters','total_iters')) "
+      "SELECT span.n, span.hi, planned.steps, "
+      "       (SELECT tw_powerlaw(step, value, COALESCE(planned.steps, 2 * span.hi)) FROM loss "
+      "        WHERE step >= span.lo + 0.1 * (span.hi - span.lo)) "
+      "FROM span, planned");
+  if (!q.ok()) return v;
+  q->Bind(1, run_id);
+  Result<bool> row = q->Step();
+  if (!row.ok() || !*row || q->IsNull(3) || q->Int(0) < 50) return v;
+  const std::string fit = q->Text(3);
+  v.evidence = fit;
+  Result<store::Stmt> parse = db_->Prepare(
+      "SELECT json_extract(?1, '$.ok'), json_extract(?1, '$.r2'), json_extract(?1, '$.forecast'), "
+      "json_extract(?1, '$.target_step')");
+  if (!parse.ok()) return v;
+  parse->Bind(1, fit);
+  Result<bool> prow = parse->Step();
+  if (!prow.ok() || !*prow || parse->Int(0) != 1 || parse->Real(1) < 0.8) return v;
+  // A loss that has been positive throughout cannot be forecast below zero: such a fit has
+  // found a curve, not the run's asymptote.
+  if (parse->Real(2) <= 0) return v;
+  const bool planned = !q->IsNull(2);
+  v.forecast = "at this trajectory, about " + Fmt(parse->Real(2)) + " by step " +
+               std::to_string(static_cast<int64_t>(parse->Real(3))) +
+               (planned ? " (the planned end)" : " (if it runs twice as long)") + "; fit R² " +
+               Fmt(parse->Real(1));
+  return v;
+}
+
+Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now) {
+  Result<RoleMap> map = AssignRoles(*db_, patterns_, runs);
+  if (!map.ok()) return map.status();
+  TW_RETURN_IF_ERROR(WriteRoleTable(*db_, *map));
+  Evaluation ev;
+  std::map<int64_t, std::set<std::string>> roles;
+  std::map<int64_t, std::string> names;
+  for (const auto& a : map->assignments) {
+    roles[a.run_id].insert(a.role);
+    names[a.run_id] = a.run;
+  }
+  // A read transaction: every rule of a cycle sees the same snapshot of the store.
+  TW_RETURN_IF_ERROR(db_->Exec("BEGIN"));
+  for (int64_t run : map->subjects) {
+    ev.examined.push_back(run);
+    for (auto& p : prepared_) {
+      if (p->rule->scope_all) continue;
+      const auto& have = roles[run];
+      if (!std::all_of(p->rule->roles.begin(), p->rule->roles.end(),
+                       [&](const std::string& r) { return have.count(r); }))
+        continue;
+      if (Status st = RunRule(*p, run, now, &ev); !st.ok())
+        ev.errors.push_back(p->rule->origin + ": run " + std::to_string(run) + ": " + st.message());
+    }
+  }
+  for (auto& p : prepared_) {
+    if (!p->rule->scope_all) continue;
+    ev.all_scope_rules.insert(p->rule->id);
+    if (Status st = RunRule(*p, std::nullopt, now, &ev); !st.ok())
+      ev.errors.push_back(p->rule->origin + ": " + st.message());
+  }
+  std::map<std::string, const Rule*> by_id;
+  for (const auto& r : rules_) by_id[r.id] = &r;
+  for (auto& o : ev.observations) {
+    if (Status st = Finish(&o, *by_id[o.rule]); !st.ok()) ev.errors.push_back(o.rule + ": " + st.message());
+    if (o.run.empty()) {
+      if (auto n = names.find(o.run_id); n != names.end()) {
+        o.run = n->second;
+      } else if (Result<store::Stmt> q = db_->Prepare("SELECT name FROM runs WHERE run_id = ?"); q.ok()) {
+        q->Bind(1, o.run_id);
+        if (Result<bool> row = q->Step(); row.ok() && *row) o.run = q->Text(0);
+      }
+    }
+  }
+  // Inhibition: a rule listed in another's inhibited_by, firing on the same run, mutes it.
+  for (auto& o : ev.observations)
+    for (const auto& by : by_id[o.rule]->inhibited_by)
+      for (const auto& other : ev.observations)
+        if (other.rule == by && other.run_id == o.run_id && !other.pending && o.muted_by.empty())
+          o.muted_by = by;
+  for (int64_t run : map->subjects) ev.verdicts.push_back(VerdictFor(run, names[run], ev.observations));
+  (void)db_->Exec("COMMIT");
+  return ev;
+}
+
+}  // namespace tw::diagnose

@@ -1,0 +1,101 @@
+// The diagnosis engine: rules (rule.h) evaluated over runs on a read-only connection of its
+// own, with the role map (roles.h) and the SQL functions (sql_functions.h) installed there.
+// One owner thread: the daemon's diagnosis thread, or the CLI. It never writes the store;
+// findings.h turns its observations into stored findings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "diagnose/roles.h"
+#include "diagnose/rule.h"
+#include "store/db.h"
+
+namespace tw::diagnose {
+
+struct EngineOptions {
+  std::string rules_dir;  // extra rules (*.sql); empty: built-ins only
+  // Per rule id, parameter values overriding the rule's defaults (config [rules.ID]).
+  std::map<std::string, std::map<std::string, double>> params;
+  std::set<std::string> disabled;       // rule ids not to run
+  std::vector<RolePattern> roles;       // user role patterns, ahead of the defaults
+  bool operator==(const EngineOptions&) const = default;
+};
+
+// One condition a rule saw on one run (and series) in one evaluation.
+struct Observation {
+  std::string rule, title;
+  Severity severity = Severity::kWarning;
+  int64_t run_id = 0;
+  std::string run;
+  int64_t series_id = 0;  // 0: about the run as a whole
+  std::string series;     // the series' tag
+  std::optional<int64_t> onset_step, first_step, last_step;
+  std::string message, cause, fix;
+  std::string evidence = "{}";  // JSON
+  double held_seconds = 0;      // how long (run time) the condition has held
+  bool pending = false;         // held for less than the rule's `for`
+  std::string muted_by;         // non-empty: inhibited by this rule on the same run
+};
+
+struct Verdict {
+  int64_t run_id = 0;
+  std::string run;
+  std::string verdict;    // healthy, watch, kill
+  std::string forecast;   // "at this trajectory, ..." or empty
+  std::string evidence = "{}";
+};
+
+struct Evaluation {
+  std::vector<Observation> observations;  // muted ones included, with muted_by set
+  std::vector<Verdict> verdicts;          // one per examined subject run
+  std::vector<int64_t> examined;          // subject runs examined by scope-run rules
+  std::set<std::string> all_scope_rules;  // rules that examined every run
+  std::vector<std::string> errors;        // rules that failed on some run: "FILE: run X: why"
+};
+
+class Engine {
+ public:
+  // Opens `db_path` read-only, installs the SQL functions, loads and prepares the rules. A rule
+  // that does not parse or prepare is reported in load_errors() and skipped.
+  static Result<std::unique_ptr<Engine>> Open(const std::string& db_path, EngineOptions options);
+  ~Engine();
+
+  const std::vector<std::string>& load_errors() const { return load_errors_; }
+  const std::vector<Rule>& rules() const { return rules_; }
+  store::Db& db() { return *db_; }
+
+  // Runs whose data changed since the previous call (every run on the first call): a run's
+  // files' committed offsets and counts, one cheap query over `sources`.
+  Result<std::vector<int64_t>> ChangedRuns();
+
+  // Evaluates the scope-run rules on `runs` (null: every run) and the scope-all rules on every
+  // run, as of `now` (unix seconds).
+  Result<Evaluation> Evaluate(const std::vector<int64_t>* runs, double now);
+
+  // The current role map of `runs` (null: all), for `trainwatch roles`.
+  Result<RoleMap> Roles(const std::vector<int64_t>* runs);
+
+ private:
+  struct Prepared;
+  Engine() = default;
+  Status RunRule(Prepared& p, std::optional<int64_t> run_id, double now, Evaluation* ev);
+  Status Finish(Observation* o, const Rule& r);
+  Verdict VerdictFor(int64_t run_id, const std::string& run, const std::vector<Observation>& obs);
+
+  std::unique_ptr<store::Db> db_;
+  EngineOptions options_;
+  std::vector<Rule> rules_;
+  std::vector<std::unique_ptr<Prepared>> prepared_;
+  std::vector<std::string> load_errors_;
+  std::vector<RolePattern> patterns_;
+  std::map<int64_t, std::pair<int64_t, int64_t>> last_change_;  // run -> (offsets sum, files)
+};
+
+}  // namespace tw::diagnose

@@ -1,0 +1,253 @@
+#include "diagnose/roles.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace tw::diagnose {
+
+namespace {
+
+// Priority order matters: validation patterns come before the generic `loss` ones, and each
+// writer's exact tag before looser globs.
+const std::vector<RolePattern> kDefaults = {
+    // Keras: sibling runs X/train and X/validation, both logging epoch_* tags.
+    {"val_loss", "epoch_loss", "*validation", "Keras validation run"},
+    {"val_loss", "evaluation_loss_vs_iterations", "*validation", "Keras validation run"},
+    {"val_acc", "epoch_accuracy", "*validation", "Keras validation run"},
+    {"val_acc", "epoch_acc", "*validation", "Keras validation run"},
+    {"train_loss", "epoch_loss", "*train", "Keras train run"},
+    {"train_acc", "epoch_accuracy", "*train", "Keras train run"},
+    {"lr", "epoch_learning_rate", "*train", "Keras LR logging"},
+    {"lr", "epoch_lr", "*train", "Keras LR logging"},
+    // Hugging Face Trainer.
+    {"train_loss", "train/loss", "", "HF Trainer / common"},
+    {"val_loss", "eval/loss", "", "HF Trainer"},
+    {"lr", "train/learning_rate", "", "HF Trainer"},
+    {"grad_norm", "train/grad_norm", "", "HF Trainer"},
+    {"epoch", "train/epoch", "", "HF Trainer"},
+    {"val_acc", "eval/accuracy", "", "HF Trainer"},
+    // Lightning (self.log names, LearningRateMonitor, grad_norm utility).
+    {"train_loss", "train_loss_step", "", "Lightning on_step=True"},
+    {"train_loss", "train_loss", "", "Lightning / common"},
+    {"val_loss", "val_loss", "", "Lightning / common"},
+    {"val_loss", "val_loss_epoch", "", "Lightning"},
+    {"train_loss", "train_loss_epoch", "", "Lightning on_epoch"},
+    {"lr", "lr-*", "", "Lightning LearningRateMonitor"},
+    {"grad_norm", "grad_2.0_norm_total", "", "Lightning grad_norm()"},
+    {"grad_norm_layer", "grad_2.0_norm/*", "", "Lightning grad_norm()"},
+    // PyTorch examples and common names.
+    {"train_loss", "Loss/train", "", "PyTorch examples"},
+    {"val_loss", "Loss/val*", "", "PyTorch examples"},
+    {"val_loss", "Loss/valid*", "", "PyTorch examples"},
+    {"val_loss", "Loss/test", "", "PyTorch examples (test set as validation)"},
+    {"val_loss", "val/loss", "", "common"},
+    {"val_loss", "valid/loss", "", "common"},
+    {"val_loss", "validation/loss", "", "common"},
+    {"val_loss", "validation_loss", "", "common"},
+    {"val_loss", "test/loss", "", "common"},
+    {"val_loss", "test_loss", "", "common"},
+    {"train_loss", "loss/train", "", "common"},
+    {"train_loss", "training/loss", "", "common"},
+    {"train_loss", "train/total_loss", "", "common"},
+    {"train_loss", "train/loss_step", "", "common"},
+    {"train_loss", "loss", "", "TF Estimator / PyTorch / common"},
+    {"train_loss", "total_loss", "", "common"},
+    {"train_loss", "losses/total_loss", "", "TF Object Detection"},
+    {"lr", "lr", "", "common"},
+    {"lr", "learning_rate", "", "TF Estimator / common"},
+    {"lr", "train/lr", "", "common"},
+    {"lr", "lr/*", "", "common (per param group)"},
+    {"lr", "*/lr", "", "common"},
+    {"lr", "*/learning_rate", "", "common"},
+    {"grad_norm", "grad_norm", "", "common"},
+    {"grad_norm", "gradient_norm", "", "common"},
+    {"grad_norm", "grad_norm/total", "", "common"},
+    {"grad_norm", "grad/norm", "", "common"},
+    {"grad_norm", "global_norm", "", "TF"},
+    {"grad_norm", "gradients/global_norm", "", "TF"},
+    {"grad_norm", "*/grad_norm", "", "common"},
+    {"grad_norm_layer", "grad_norm/*", "", "per-layer gradient norms"},
+    {"grad_norm_layer", "gradients/*", "", "per-layer gradient norms"},
+    {"weight_norm", "weight_norm", "", "common"},
+    {"weight_norm", "param_norm", "", "common"},
+    {"weight_norm", "*/weight_norm", "", "common"},
+    {"weight_norm", "*/param_norm", "", "common"},
+    {"update_ratio", "update_ratio", "", "common"},
+    {"update_ratio", "*/update_ratio", "", "common"},
+    {"update_ratio", "update_to_weight*", "", "common"},
+    {"clip_threshold", "clip_threshold", "", "common"},
+    {"clip_threshold", "max_grad_norm", "", "common"},
+    {"epoch", "epoch", "", "Lightning / common"},
+    {"epoch", "trainer/epoch", "", "W&B / Lightning"},
+    {"epoch", "*/epoch", "", "common"},
+    {"step_time", "step_time", "", "common"},
+    {"step_time", "*/step_time", "", "common"},
+    {"step_time", "time/step", "", "common"},
+    {"step_time", "iter_time", "", "common"},
+    {"step_time", "batch_time", "", "common"},
+    {"step_time", "time_per_step", "", "common"},
+    {"steps_per_sec", "global_step/sec", "", "TF Estimator"},
+    {"steps_per_sec", "*steps_per_second", "", "common"},
+    {"memory", "memory", "", "common"},
+    {"memory", "gpu_memory*", "", "common"},
+    {"memory", "memory/*allocated*", "", "common"},
+    {"memory", "*/memory_allocated*", "", "common"},
+    {"memory", "cuda_memory*", "", "common"},
+    {"memory", "mem*", "", "common"},
+    {"memory", "system/gpu.0.memoryAllocatedBytes", "", "W&B system metrics"},
+    {"memory", "system/gpu.0.memoryAllocated", "", "W&B system metrics"},
+    {"train_acc", "train/acc*", "", "common"},
+    {"train_acc", "train_acc*", "", "common"},
+    {"train_acc", "Accuracy/train", "", "PyTorch examples"},
+    {"val_acc", "val/acc*", "", "common"},
+    {"val_acc", "val_acc*", "", "common"},
+    {"val_acc", "Accuracy/val*", "", "PyTorch examples"},
+    {"val_acc", "Accuracy/test", "", "PyTorch examples"},
+};
+
+struct RunInfo {
+  int64_t id = 0;
+  std::string root, name;
+};
+
+std::string Parent(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  return slash == std::string::npos ? "" : name.substr(0, slash);
+}
+std::string Base(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+}  // namespace
+
+const std::vector<RolePattern>& DefaultRolePatterns() { return kDefaults; }
+
+bool IsMultiRole(const std::string& role) { return role == "grad_norm_layer"; }
+
+std::vector<std::string> KnownRoles() {
+  std::set<std::string> roles;
+  for (const auto& p : kDefaults) roles.insert(p.role);
+  return {roles.begin(), roles.end()};
+}
+
+std::vector<RolePattern> EffectiveRolePatterns(const std::vector<RolePattern>& user) {
+  std::vector<RolePattern> all = user;
+  all.insert(all.end(), kDefaults.begin(), kDefaults.end());
+  return all;
+}
+
+bool GlobMatch(const std::string& glob, const std::string& text) {
+  return ::fnmatch(glob.c_str(), text.c_str(), FNM_CASEFOLD) == 0;
+}
+
+Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patterns,
+                            const std::vector<int64_t>* runs) {
+  // Every run's name (cheap: one row per run) to find Keras train/validation siblings.
+  Result<store::Stmt> all = db.Prepare("SELECT run_id, root, name FROM runs");
+  if (!all.ok()) return all.status();
+  std::map<int64_t, RunInfo> info;
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> by_place;
+  for (;;) {
+    Result<bool> row = all->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    RunInfo r{all->Int(0), all->Text(1), all->Text(2)};
+    by_place[{r.root, Parent(r.name), Base(r.name)}] = r.id;
+    info[r.id] = std::move(r);
+  }
+  std::map<int64_t, int64_t> subject;  // run -> the run it is diagnosed as
+  for (const auto& [id, r] : info) {
+    subject[id] = id;
+    if (Base(r.name) != "validation") continue;
+    auto train = by_place.find({r.root, Parent(r.name), "train"});
+    if (train != by_place.end()) subject[id] = train->second;
+  }
+
+  // The runs to map: those asked for, through their subjects, with every run of the subject.
+  std::set<int64_t> wanted_subjects;
+  if (runs) {
+    for (int64_t id : *runs)
+      if (auto s = subject.find(id); s != subject.end()) wanted_subjects.insert(s->second);
+  } else {
+    for (const auto& [id, s] : subject) wanted_subjects.insert(s);
+  }
+
+  RoleMap map;
+  Result<store::Stmt> series =
+      db.Prepare("SELECT series_id, tag FROM series WHERE run_id = ? AND kind = 'scalar' ORDER BY tag");
+  if (!series.ok()) return series.status();
+  for (const auto& [id, s] : subject) {
+    if (!wanted_subjects.count(s)) continue;
+    map.subject_of.emplace_back(id, s);
+    if (id == s) map.subjects.push_back(id);
+  }
+  for (int64_t subj : map.subjects) {
+    // Best pattern index per role (single roles), every match for multi roles.
+    std::map<std::string, std::pair<size_t, RoleAssignment>> best;
+    std::vector<RoleAssignment> multi;
+    for (const auto& [member, s] : map.subject_of) {
+      if (s != subj) continue;
+      const RunInfo& run = info[member];
+      series->Reset();
+      series->Bind(1, member);
+      for (;;) {
+        Result<bool> row = series->Step();
+        if (!row.ok()) return row.status();
+        if (!*row) break;
+        const std::string tag = series->Text(1);
+        for (size_t i = 0; i < patterns.size(); ++i) {
+          const RolePattern& p = patterns[i];
+          if (!p.run_glob.empty() && !GlobMatch(p.run_glob, run.name)) continue;
+          if (!GlobMatch(p.tag_glob, tag)) continue;
+          RoleAssignment a{subj, info[subj].name, p.role, series->Int(0), tag, member,
+                           "'" + p.tag_glob + "'" +
+                               (p.run_glob.empty() ? "" : " in runs '" + p.run_glob + "'") +
+                               " (" + p.why + ")"};
+          if (IsMultiRole(p.role)) {
+            multi.push_back(std::move(a));
+          } else {
+            auto it = best.find(p.role);
+            if (it == best.end() || i < it->second.first) best[p.role] = {i, std::move(a)};
+          }
+          break;  // a tag takes the first pattern that matches it
+        }
+      }
+    }
+    for (auto& [role, b] : best) map.assignments.push_back(std::move(b.second));
+    for (auto& a : multi) map.assignments.push_back(std::move(a));
+  }
+  return map;
+}
+
+Status WriteRoleTable(store::Db& db, const RoleMap& map) {
+  TW_RETURN_IF_ERROR(db.Exec(
+      "CREATE TEMP TABLE IF NOT EXISTS run_roles(run_id INTEGER NOT NULL, role TEXT NOT NULL, "
+      "series_id INTEGER NOT NULL, tag TEXT NOT NULL, source_run_id INTEGER NOT NULL, "
+      "why TEXT NOT NULL, PRIMARY KEY (run_id, role, series_id));"
+      "CREATE TEMP VIEW IF NOT EXISTS role_points AS "
+      "SELECT r.run_id, r.role, r.series_id, r.tag, p.step, p.wall_time, p.value, p.value_class "
+      "FROM temp.run_roles r JOIN main.scalars p ON p.series_id = r.series_id "
+      "WHERE p.superseded = 0;"));
+  TW_RETURN_IF_ERROR(db.Exec("BEGIN"));
+  Result<store::Stmt> del = db.Prepare("DELETE FROM temp.run_roles WHERE run_id = ?");
+  Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?)");
+  Status st = !del.ok() ? del.status() : ins.status();
+  for (size_t i = 0; st.ok() && i < map.subjects.size(); ++i)
+    st = del->Bind(1, map.subjects[i]).Run();
+  for (size_t i = 0; st.ok() && i < map.assignments.size(); ++i) {
+    const RoleAssignment& a = map.assignments[i];
+    st = ins->Bind(1, a.run_id).Bind(2, a.role).Bind(3, a.series_id).Bind(4, a.tag)
+             .Bind(5, a.source_run_id).Bind(6, a.why).Run();
+  }
+  if (!st.ok()) {
+    (void)db.Exec("ROLLBACK");
+    return st;
+  }
+  return db.Exec("COMMIT");
+}
+
+}  // namespace tw::diagnose

@@ -1,0 +1,68 @@
+// Metric roles: rules speak of `train_loss`, `val_loss`, `lr`, ... and this maps each run's
+// tags onto them. Patterns are globs over the tag (case-insensitive; `*` crosses `/`),
+// optionally restricted to runs whose name matches a run glob. For each (run, role) the
+// series matched by the earliest pattern wins; roles marked multi (per-layer norms) keep every
+// matching series. Keras writes training and validation as sibling runs `X/train` and
+// `X/validation`: the validation run's series join the train run as val_* roles, and the
+// validation run is not diagnosed on its own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "store/db.h"
+
+namespace tw::diagnose {
+
+struct RolePattern {
+  std::string role;
+  std::string tag_glob;
+  std::string run_glob;  // empty: any run; else the run name must match
+  std::string why;       // shown by `trainwatch roles`
+  bool operator==(const RolePattern&) const = default;
+};
+
+// The built-in patterns for the common writers, in priority order.
+const std::vector<RolePattern>& DefaultRolePatterns();
+// Roles that keep every matching series (per-layer norms).
+bool IsMultiRole(const std::string& role);
+// Every role the defaults know, for validating config.
+std::vector<std::string> KnownRoles();
+
+// User patterns (config [roles]) go first, so they override the defaults.
+std::vector<RolePattern> EffectiveRolePatterns(const std::vector<RolePattern>& user);
+
+struct RoleAssignment {
+  int64_t run_id = 0;         // the run diagnosed (for Keras validation series: the train run)
+  std::string run;            // its name
+  std::string role;
+  int64_t series_id = 0;
+  std::string tag;
+  int64_t source_run_id = 0;  // the run holding the series
+  std::string why;
+};
+
+struct RoleMap {
+  std::vector<RoleAssignment> assignments;
+  // Runs diagnosed on their own (every run except paired Keras validation runs), and, for
+  // each run, the run it is diagnosed as (itself, or its train sibling).
+  std::vector<int64_t> subjects;
+  std::vector<std::pair<int64_t, int64_t>> subject_of;  // (run_id, subject run_id)
+};
+
+// Maps the scalar series of `runs` (every run when null), with their Keras partners.
+// `subjects` and `subject_of` cover the runs mapped.
+Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patterns,
+                            const std::vector<int64_t>* runs = nullptr);
+
+// Keeps temp.run_roles(run_id, role, series_id, tag, source_run_id, why) on `db` (works on a
+// read-only connection: temp tables live apart from the store): replaces the rows of the
+// subjects in `map`. Also creates the temp view role_points(run_id, role, series_id, tag, step,
+// wall_time, value, value_class) over live (not superseded) points, which the rules read.
+Status WriteRoleTable(store::Db& db, const RoleMap& map);
+
+bool GlobMatch(const std::string& glob, const std::string& text);  // case-insensitive
+
+}  // namespace tw::diagnose

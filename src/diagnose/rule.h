@@ -1,0 +1,69 @@
+// A diagnosis rule: one .sql file whose leading comment lines are a header, then one SELECT.
+//
+//   -- id: loss_spikes
+//   -- title: Loss spikes that recur or do not recover
+//   -- severity: warning                 info | warning | critical (a row may override)
+//   -- roles: train_loss                 the run must have every role listed
+//   -- scope: run                        run (default): once per examined run, :run_id bound;
+//                                        all: once per cycle over every run (rows name run_id)
+//   -- for: 0                            seconds of the run's own time the condition must hold
+//   -- inhibited_by: non_finite_loss     muted on a run where one of these fires
+//   -- param window = 100: trailing window, in points
+//   -- cause: ...                        the likely cause (a row's `cause` column overrides)
+//   -- fix: ...                          what to do (a row's `fix` column overrides)
+//
+// The SELECT's rows are the conditions that hold now, one per finding. Columns, by name, all
+// optional except message: series_id, run_id (scope all), severity, onset_step, first_step,
+// last_step, message, evidence (JSON text), cause, fix. Parameters are bound by name:
+// :run_id, :now (unix seconds), and each declared param (config may override its value).
+// docs/diagnosis.md is the user-facing description.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace tw::diagnose {
+
+enum class Severity { kInfo = 0, kWarning = 1, kCritical = 2 };
+const char* SeverityName(Severity s);
+bool ParseSeverity(std::string_view s, Severity* out);
+
+struct RuleParam {
+  std::string name;
+  double default_value = 0;
+  std::string description;
+};
+
+struct Rule {
+  std::string id;
+  std::string title;
+  Severity severity = Severity::kWarning;
+  std::vector<std::string> roles;
+  bool scope_all = false;
+  double for_seconds = 0;
+  std::vector<std::string> inhibited_by;
+  std::vector<RuleParam> params;
+  std::string cause, fix;
+  std::string sql;     // the whole file: SQLite skips the header comments
+  std::string origin;  // file path, or "builtin:NAME.sql"
+};
+
+// Parses one rule file's text. Errors name `origin` and the line.
+Result<Rule> ParseRule(std::string_view text, const std::string& origin);
+
+// The rules compiled into the binary (sql/rules/*.sql), by file name.
+struct EmbeddedRule {
+  const char* name;
+  const char* text;
+};
+const std::vector<EmbeddedRule>& EmbeddedRules();
+
+// The built-in rules, then every *.sql file of `user_dir` (if not empty) in name order; a user
+// rule with a built-in's id replaces it. A file that does not parse is reported in `errors`
+// ("FILE: why") and skipped.
+std::vector<Rule> LoadRules(const std::string& user_dir, std::vector<std::string>* errors);
+
+}  // namespace tw::diagnose

@@ -1,0 +1,419 @@
+#include "diagnose/sql_functions.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "base/json.h"
+#include "diagnose/stats.h"
+
+namespace tw::diagnose {
+
+namespace {
+
+// The rows an aggregate has seen: (step, value) pairs, the constant arguments after them (read
+// from the first row), and whether any value was NULL or non-finite (kept for sparklines).
+struct Acc {
+  std::vector<double> step, value;
+  std::vector<double> args;
+  std::string text_arg;
+  bool args_read = false;
+  int64_t non_finite = 0;
+  std::vector<double> bad_steps;  // steps of NULL/non-finite values
+};
+
+struct Series {
+  std::vector<double> step, value;
+  bool log = false;  // value is log(original): every original value was > 0
+};
+
+// Sorts by step (stable: equal steps keep their order) and optionally takes logs.
+Series Sorted(const Acc& a, bool log_if_positive) {
+  std::vector<size_t> idx(a.step.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return a.step[x] < a.step[y]; });
+  Series s;
+  s.step.reserve(idx.size());
+  s.value.reserve(idx.size());
+  for (size_t i : idx) {
+    s.step.push_back(a.step[i]);
+    s.value.push_back(a.value[i]);
+  }
+  if (log_if_positive && !s.value.empty() &&
+      std::all_of(s.value.begin(), s.value.end(), [](double v) { return v > 0; })) {
+    for (double& v : s.value) v = std::log(v);
+    s.log = true;
+  }
+  return s;
+}
+
+double Back(const Series& s, double y) { return s.log ? std::exp(y) : y; }
+
+using Finalizer = void (*)(Acc& acc, sqlite3_context* ctx);
+
+// argv layout: with_step ? (step, value, args...) : (value, args...).
+template <bool kWithStep>
+void StepFn(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  auto** slot = static_cast<Acc**>(sqlite3_aggregate_context(ctx, sizeof(Acc*)));
+  if (!slot) return sqlite3_result_error_nomem(ctx);
+  if (!*slot) *slot = new Acc();
+  Acc& a = **slot;
+  const int first_arg = kWithStep ? 2 : 1;
+  if (!a.args_read) {
+    a.args_read = true;
+    for (int i = first_arg; i < argc; ++i) {
+      if (sqlite3_value_type(argv[i]) == SQLITE_TEXT) {
+        a.text_arg = reinterpret_cast<const char*>(sqlite3_value_text(argv[i]));
+        a.args.push_back(0);
+      } else {
+        a.args.push_back(sqlite3_value_double(argv[i]));
+      }
+    }
+  }
+  const double step = kWithStep ? sqlite3_value_double(argv[0])
+                                : static_cast<double>(a.step.size() + a.non_finite);
+  sqlite3_value* v = argv[kWithStep ? 1 : 0];
+  const bool is_null = sqlite3_value_type(v) == SQLITE_NULL;
+  const double x = is_null ? NAN : sqlite3_value_double(v);
+  if (!std::isfinite(x)) {
+    a.non_finite++;
+    a.bad_steps.push_back(step);
+    return;
+  }
+  a.step.push_back(step);
+  a.value.push_back(x);
+}
+
+template <Finalizer F>
+void FinalFn(sqlite3_context* ctx) {
+  auto** slot = static_cast<Acc**>(sqlite3_aggregate_context(ctx, 0));
+  Acc empty;
+  Acc* a = slot && *slot ? *slot : &empty;
+  F(*a, ctx);
+  if (a != &empty) delete a;
+}
+
+double Arg(const Acc& a, size_t i, double fallback) {
+  return i < a.args.size() ? a.args[i] : fallback;
+}
+
+void ResultNumber(sqlite3_context* ctx, double v) {
+  if (std::isnan(v)) sqlite3_result_null(ctx);
+  else sqlite3_result_double(ctx, v);
+}
+
+void ResultJson(sqlite3_context* ctx, const Json& j) {
+  const std::string& s = j.str();
+  sqlite3_result_text(ctx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+}
+
+// --- plain aggregates -------------------------------------------------------------------
+
+void MedianFinal(Acc& a, sqlite3_context* ctx) { ResultNumber(ctx, stats::Median(a.value)); }
+void MadFinal(Acc& a, sqlite3_context* ctx) {
+  ResultNumber(ctx, stats::Mad(a.value, stats::Median(a.value)));
+}
+void QuantileFinal(Acc& a, sqlite3_context* ctx) {
+  ResultNumber(ctx, stats::Quantile(a.value, Arg(a, 0, 0.5)));
+}
+
+// --- curve analyses (JSON) ----------------------------------------------------------------
+
+// Median of the first and last 10% (at least 3 points) of a series: robust end levels.
+std::pair<double, double> EndLevels(const std::vector<double>& y) {
+  const size_t k = std::min(y.size(), std::max<size_t>(3, y.size() / 10));
+  return {stats::Median(std::span(y).first(k)), stats::Median(std::span(y).last(k))};
+}
+
+void TrendFinal(Acc& a, sqlite3_context* ctx) {
+  Series s = Sorted(a, false);
+  Json j;
+  j.Num("n", static_cast<double>(s.value.size()));
+  if (s.value.size() >= 3) {
+    auto [start, end] = EndLevels(s.value);
+    j.Num("slope", stats::TheilSenSlope(s.step, s.value))
+        .Num("mk_z", stats::MannKendallZ(s.value))
+        .Num("first_step", s.step.front())
+        .Num("last_step", s.step.back())
+        .Num("start", start)
+        .Num("end", end)
+        .Num("min", *std::min_element(s.value.begin(), s.value.end()))
+        .Num("max", *std::max_element(s.value.begin(), s.value.end()))
+        .Num("rel_change", start != 0 ? (end - start) / std::fabs(start) : NAN);
+  }
+  ResultJson(ctx, j);
+}
+
+void SpikesFinal(Acc& a, sqlite3_context* ctx) {
+  const int window = std::max(5, static_cast<int>(Arg(a, 0, 100)));
+  const double zthr = Arg(a, 1, 8);
+  const size_t recover = static_cast<size_t>(std::max(1.0, Arg(a, 2, 50)));
+  Series s = Sorted(a, true);
+  const size_t n = s.value.size();
+  stats::TrailingZ tz = stats::TrailingRobustZ(s.value, window);
+  Json spikes = Json::Array();
+  int64_t count = 0, unrecovered = 0, pending = 0;
+  double max_z = 0, max_ratio = 0;
+  double first_step = NAN, last_step = NAN;
+  for (size_t i = window; i < n; ++i) {
+    if (!(tz.z[i] > zthr)) continue;
+    // One event: the run of points above the threshold; its peak describes it.
+    size_t end = i, peak = i;
+    while (end + 1 < n && tz.z[end + 1] > zthr) {
+      ++end;
+      if (tz.z[end] > tz.z[peak]) peak = end;
+    }
+    const double level = tz.level[i];
+    // The pre-spike window's scale, recovered from z = 0.6745 (x - m) / d.
+    const double d = 0.6745 * (s.value[i] - level) / tz.z[i];
+    const double ratio = Back(s, s.value[peak]) / Back(s, level);
+    std::string recovered = "null";
+    if (end + recover < n) {
+      std::vector<double> after(s.value.begin() + end + 1, s.value.begin() + end + 1 + recover);
+      const bool ok = stats::Median(after) <= level + 3 * 1.4826 * d;
+      recovered = ok ? "true" : "false";
+      if (!ok) unrecovered++;
+    } else {
+      pending++;
+    }
+    count++;
+    max_z = std::max(max_z, tz.z[peak]);
+    max_ratio = std::max(max_ratio, ratio);
+    if (std::isnan(first_step)) first_step = s.step[peak];
+    last_step = s.step[peak];
+    Json e;
+    e.Num("step", s.step[peak]).Num("value", Back(s, s.value[peak])).Num("level", Back(s, level))
+        .Num("z", tz.z[peak]).Num("ratio", ratio).Raw("recovered", recovered);
+    spikes.Push(e);
+    i = end;
+  }
+  Json j;
+  j.Num("n", static_cast<double>(n)).Bool("log", s.log).Num("window", window)
+      .Num("count", static_cast<double>(count)).Num("unrecovered", static_cast<double>(unrecovered))
+      .Num("pending", static_cast<double>(pending)).Num("max_z", max_z).Num("max_ratio", max_ratio)
+      .Num("first_step", first_step).Num("last_step", last_step)
+      .Num("series_last_step", n ? s.step.back() : NAN)
+      .Json_("spikes", spikes.LastItems(20));
+  ResultJson(ctx, j);
+}
+
+// Trailing median of y over `w` points, for i >= w-1 (earlier entries: the median so far).
+std::vector<double> RollingMedian(const std::vector<double>& y, size_t w) {
+  std::vector<double> out(y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const size_t lo = i + 1 >= w ? i + 1 - w : 0;
+    out[i] = stats::Median(std::span(y).subspan(lo, i + 1 - lo));
+  }
+  return out;
+}
+
+void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
+  const size_t w = static_cast<size_t>(std::max(3.0, Arg(a, 0, 50)));
+  Series s = Sorted(a, true);
+  const size_t n = s.value.size();
+  Json j;
+  j.Num("n", static_cast<double>(n)).Bool("log", s.log);
+  if (n >= 2 * w) {
+    std::vector<double> sm = RollingMedian(s.value, w);
+    size_t ib = w - 1;
+    for (size_t i = w - 1; i < n; ++i)
+      if (sm[i] < sm[ib]) ib = i;
+    const double best = sm[ib], current = sm[n - 1], initial = sm[w - 1];
+    double peak_after = best;
+    for (size_t i = ib; i < n; ++i) peak_after = std::max(peak_after, sm[i]);
+    auto ratio = [&](double x, double y) { return s.log ? std::exp(x - y) : (y != 0 ? x / y : NAN); };
+    const std::vector<double> tail(s.value.begin() + ib, s.value.end());
+    const double span = s.step.back() - s.step.front();
+    j.Num("best_step", s.step[ib]).Num("best", Back(s, best)).Num("current", Back(s, current))
+        .Num("initial", Back(s, initial)).Num("ratio_to_best", ratio(current, best))
+        .Num("ratio_to_initial", ratio(current, initial))
+        .Num("peak_ratio_to_best", ratio(peak_after, best))
+        .Num("mk_z_since_best", tail.size() >= 3 ? stats::MannKendallZ(tail) : 0)
+        .Num("points_since_best", static_cast<double>(n - 1 - ib))
+        .Num("frac_since_best", span > 0 ? (s.step.back() - s.step[ib]) / span : 0)
+        .Num("last_step", s.step.back());
+  }
+  ResultJson(ctx, j);
+}
+
+void BestFinal(Acc& a, sqlite3_context* ctx) {
+  Series s = Sorted(a, false);
+  stats::BestSoFar b = stats::BestSoFarMin(s.value, Arg(a, 0, 1e-3));
+  Json j;
+  j.Num("n", static_cast<double>(s.value.size()));
+  if (b.best_index >= 0) {
+    j.Num("best_step", s.step[b.best_index]).Num("best", b.best)
+        .Num("since_points", static_cast<double>(b.since))
+        .Num("since_steps", s.step.back() - s.step[b.best_index])
+        .Num("first_step", s.step.front()).Num("last_step", s.step.back())
+        .Num("first", s.value.front()).Num("last", s.value.back());
+  }
+  ResultJson(ctx, j);
+}
+
+std::vector<double> ParseNumberList(const std::string& text) {
+  std::vector<double> out;
+  const char* p = text.c_str();
+  while (*p) {
+    char* end = nullptr;
+    const double v = std::strtod(p, &end);
+    if (end == p) {
+      ++p;
+      continue;
+    }
+    out.push_back(v);
+    p = end;
+  }
+  return out;
+}
+
+void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
+  const size_t w = static_cast<size_t>(std::max(3.0, Arg(a, 1, 10)));
+  const double zthr = Arg(a, 2, 3);
+  Series s = Sorted(a, true);
+  std::vector<double> bounds = ParseNumberList(a.text_arg);
+  std::sort(bounds.begin(), bounds.end());
+  Json jumps = Json::Array();
+  int64_t evaluated = 0, up = 0, run = 0, best_run = 0;
+  double last_up_step = NAN, first_up_step = NAN;
+  for (double b : bounds) {
+    const auto it = std::lower_bound(s.step.begin(), s.step.end(), b);
+    const size_t k = static_cast<size_t>(it - s.step.begin());
+    if (k < w || k + w > s.step.size()) continue;
+    std::span<const double> before(s.value.data() + k - w, w), after(s.value.data() + k, w);
+    const double mb = stats::Median(before), ma = stats::Median(after);
+    const double d = 1.4826 * std::max(stats::Mad(before, mb), stats::Mad(after, ma));
+    const double z = d > 0 ? (ma - mb) / d : (ma > mb ? 1e9 : 0);
+    evaluated++;
+    const bool is_up = z > zthr;
+    if (is_up) {
+      up++;
+      run++;
+      best_run = std::max(best_run, run);
+      if (std::isnan(first_up_step)) first_up_step = b;
+      last_up_step = b;
+    } else {
+      run = 0;
+    }
+    Json e;
+    e.Num("step", b).Num("before", Back(s, mb)).Num("after", Back(s, ma)).Num("z", z);
+    jumps.Push(e);
+  }
+  Json j;
+  j.Num("boundaries", static_cast<double>(bounds.size())).Num("evaluated", static_cast<double>(evaluated))
+      .Num("up", static_cast<double>(up)).Num("max_consecutive_up", static_cast<double>(best_run))
+      .Num("first_up_step", first_up_step).Num("last_up_step", last_up_step)
+      .Json_("jumps", jumps.LastItems(12));
+  ResultJson(ctx, j);
+}
+
+void PeriodFinal(Acc& a, sqlite3_context* ctx) {
+  Series s = Sorted(a, true);
+  stats::Period p = stats::DominantPeriod(s.value, static_cast<int64_t>(Arg(a, 0, 10)),
+                                          static_cast<int64_t>(Arg(a, 1, 1000)));
+  Json j;
+  j.Num("n", static_cast<double>(s.value.size())).Num("period_points", static_cast<double>(p.period))
+      .Num("strength", p.strength);
+  if (p.period > 0 && s.step.size() >= 2) {
+    const double gap = (s.step.back() - s.step.front()) / static_cast<double>(s.step.size() - 1);
+    j.Num("period_steps", p.period * gap);
+  }
+  ResultJson(ctx, j);
+}
+
+void PowerLawFinal(Acc& a, sqlite3_context* ctx) {
+  Series s = Sorted(a, false);
+  stats::PowerLaw f = stats::FitPowerLaw(s.step, s.value);
+  Json j;
+  j.Bool("ok", f.ok);
+  if (f.ok) {
+    const double target = Arg(a, 0, s.step.empty() ? 0 : s.step.back());
+    j.Num("e", f.e).Num("a", f.a).Num("alpha", f.alpha).Num("r2", f.r2).Num("rmse", f.rmse)
+        .Num("target_step", target).Num("forecast", f.Predict(target));
+  }
+  ResultJson(ctx, j);
+}
+
+// Eight levels of block; '×' marks a bin holding a non-finite value.
+void SparklineFinal(Acc& a, sqlite3_context* ctx) {
+  static const char* kBlocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  const size_t width = static_cast<size_t>(std::clamp(Arg(a, 0, 40), 4.0, 200.0));
+  Series s = Sorted(a, false);
+  std::vector<double> bad = a.bad_steps;
+  std::sort(bad.begin(), bad.end());
+  double lo_step = s.step.empty() ? 0 : s.step.front(), hi_step = s.step.empty() ? 0 : s.step.back();
+  if (!bad.empty()) {
+    lo_step = s.step.empty() ? bad.front() : std::min(lo_step, bad.front());
+    hi_step = s.step.empty() ? bad.back() : std::max(hi_step, bad.back());
+  }
+  if (s.step.empty() && bad.empty()) return sqlite3_result_text(ctx, "", 0, SQLITE_STATIC);
+  const double span = std::max(1.0, hi_step - lo_step);
+  const size_t bins = std::min(width, s.step.size() + bad.size());
+  auto bin_of = [&](double st) {
+    return std::min(bins - 1, static_cast<size_t>((st - lo_step) / span * static_cast<double>(bins)));
+  };
+  std::vector<double> sum(bins, 0), cnt(bins, 0);
+  std::vector<bool> nonfinite(bins, false);
+  for (size_t i = 0; i < s.step.size(); ++i) {
+    sum[bin_of(s.step[i])] += s.value[i];
+    cnt[bin_of(s.step[i])] += 1;
+  }
+  for (double b : bad) nonfinite[bin_of(b)] = true;
+  double lo = INFINITY, hi = -INFINITY;
+  for (size_t b = 0; b < bins; ++b)
+    if (cnt[b] > 0) {
+      lo = std::min(lo, sum[b] / cnt[b]);
+      hi = std::max(hi, sum[b] / cnt[b]);
+    }
+  std::string out;
+  for (size_t b = 0; b < bins; ++b) {
+    if (nonfinite[b]) out += "×";
+    else if (cnt[b] == 0) out += " ";
+    else {
+      const double m = sum[b] / cnt[b];
+      const int level = hi > lo ? static_cast<int>(std::lround((m - lo) / (hi - lo) * 7)) : 3;
+      out += kBlocks[std::clamp(level, 0, 7)];
+    }
+  }
+  sqlite3_result_text(ctx, out.data(), static_cast<int>(out.size()), SQLITE_TRANSIENT);
+}
+
+struct Def {
+  const char* name;
+  int nargs;
+  bool with_step;
+  void (*final)(sqlite3_context*);
+};
+
+const Def kDefs[] = {
+    {"tw_median", 1, false, FinalFn<MedianFinal>},
+    {"tw_mad", 1, false, FinalFn<MadFinal>},
+    {"tw_quantile", 2, false, FinalFn<QuantileFinal>},
+    {"tw_trend", 2, true, FinalFn<TrendFinal>},
+    {"tw_spikes", 5, true, FinalFn<SpikesFinal>},
+    {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},
+    {"tw_best", 3, true, FinalFn<BestFinal>},
+    {"tw_boundary_jumps", 5, true, FinalFn<BoundaryJumpsFinal>},
+    {"tw_period", 4, true, FinalFn<PeriodFinal>},
+    {"tw_powerlaw", 3, true, FinalFn<PowerLawFinal>},
+    {"tw_sparkline", 3, true, FinalFn<SparklineFinal>},
+};
+
+}  // namespace
+
+Status RegisterSqlFunctions(store::Db& db) {
+  for (const Def& d : kDefs) {
+    const int rc = sqlite3_create_function_v2(db.raw(), d.name, d.nargs, SQLITE_UTF8, nullptr,
+                                              nullptr, d.with_step ? StepFn<true> : StepFn<false>,
+                                              d.final, nullptr);
+    if (rc != SQLITE_OK) return db.Error(std::string("registering ") + d.name);
+  }
+  return Status::Ok();
+}
+
+}  // namespace tw::diagnose

@@ -1,0 +1,24 @@
+// SQL functions the rules call, registered on a diagnosis connection. Numerics live in
+// stats.h; these adapt them to SQLite: aggregates take (step, value) rows in any order (they
+// sort by step), skip NULL and non-finite values, and return JSON objects the rule's SQL reads
+// with json_extract. docs/diagnosis.md lists each function, its arguments and its output.
+//
+//   tw_median(x), tw_mad(x), tw_quantile(x, q)          plain aggregates over finite x
+//   tw_trend(step, value)                                Theil–Sen slope, Mann–Kendall z, ...
+//   tw_spikes(step, value, window, z, recover_points)    robust z on log(value), spike events
+//   tw_divergence(step, value, window)                   best and current smoothed level
+//   tw_best(step, value, min_delta_rel)                  best-so-far (minimizing) and since when
+//   tw_boundary_jumps(step, value, boundaries, window)   level change across given steps
+//   tw_period(step, value, min_points, max_points)       dominant period of the differences
+//   tw_powerlaw(step, value, target_step)                L = e + a t^-alpha fit and forecast
+//   tw_sparkline(step, value, width)                     a text sparkline of the curve
+#pragma once
+
+#include "base/status.h"
+#include "store/db.h"
+
+namespace tw::diagnose {
+
+Status RegisterSqlFunctions(store::Db& db);
+
+}  // namespace tw::diagnose

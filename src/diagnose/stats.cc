@@ -1,0 +1,400 @@
+#include "diagnose/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <numbers>
+
+namespace tw::diagnose::stats {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr size_t kMaxPairwisePoints = 2000;
+
+// Halving each side first keeps the midpoint finite for values near DBL_MAX.
+double Midpoint(double a, double b) { return 0.5 * a + 0.5 * b; }
+
+// Reorders v; the caller owns a scratch copy.
+double MedianInPlace(std::vector<double>& v) {
+  if (v.empty()) return kNaN;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  // nth_element leaves the lower half below v[mid], so its maximum is the other middle value.
+  return Midpoint(*std::max_element(v.begin(), v.begin() + mid), v[mid]);
+}
+
+// Indices of up to `cap` evenly spaced points, first and last included, so an O(n^2) test
+// sees the whole run rather than its start and gives the same answer on every call.
+std::vector<size_t> EvenlySpaced(size_t n, size_t cap) {
+  std::vector<size_t> idx(std::min(n, cap));
+  if (idx.size() < 2) {
+    for (size_t k = 0; k < idx.size(); ++k) idx[k] = k;
+    return idx;
+  }
+  for (size_t k = 0; k < idx.size(); ++k) idx[k] = k * (n - 1) / (idx.size() - 1);
+  return idx;
+}
+
+int Sign(double v) { return (v > 0) - (v < 0); }
+
+// Sum over tie groups of t(t-1)(2t+5): the part of Var(S) that ties take away.
+double TieCorrection(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    const double t = static_cast<double>(j - i);
+    total += t * (t - 1) * (2 * t + 5);
+    i = j;
+  }
+  return total;
+}
+
+// ---- Power law ----
+
+// Points with t > 0, with u measured relative to the smallest t so that u = (t/t_min)^-alpha
+// lies in (0, 1] and nothing overflows however small t_min is.
+struct PowerLawData {
+  std::vector<double> log_t;  // log(t / t_min), >= 0
+  std::vector<double> y;      // y / y_scale
+  double log_t_min = 0, y_scale = 1, sst = 0;
+};
+
+struct LinearFit {
+  double e = 0, a = 0, sse = std::numeric_limits<double>::infinity();
+};
+
+// Least squares y = e + a*u for one alpha, in closed form. A negative a would make the
+// "power law" grow with t, so it is clamped to 0 (a flat line at the mean).
+LinearFit FitForAlpha(const PowerLawData& d, double alpha, std::vector<double>& u) {
+  const size_t n = d.y.size();
+  double u_mean = 0, y_mean = 0;
+  for (size_t i = 0; i < n; ++i) {
+    u[i] = std::exp(-alpha * d.log_t[i]);
+    u_mean += u[i];
+    y_mean += d.y[i];
+  }
+  u_mean /= static_cast<double>(n);
+  y_mean /= static_cast<double>(n);
+  double suu = 0, suy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    suu += (u[i] - u_mean) * (u[i] - u_mean);
+    suy += (u[i] - u_mean) * (d.y[i] - y_mean);
+  }
+  LinearFit f;
+  f.a = (suu > 0 && suy > 0) ? suy / suu : 0;
+  f.e = y_mean - f.a * u_mean;
+  // Residuals summed directly: Syy - Suy^2/Suu cancels badly near a perfect fit, and the
+  // alpha refinement lives exactly there.
+  f.sse = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double r = d.y[i] - f.e - f.a * u[i];
+    f.sse += r * r;
+  }
+  return f;
+}
+
+bool PreparePowerLaw(std::span<const double> t, std::span<const double> y, PowerLawData& d) {
+  const size_t n = std::min(t.size(), y.size());
+  double t_min = std::numeric_limits<double>::infinity(), y_scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(t[i] > 0)) continue;
+    t_min = std::min(t_min, t[i]);
+    y_scale = std::max(y_scale, std::abs(y[i]));
+  }
+  d.log_t_min = std::log(t_min);
+  d.y_scale = y_scale > 0 ? y_scale : 1;
+  double t_max = t_min;
+  for (size_t i = 0; i < n; ++i) {
+    if (!(t[i] > 0)) continue;
+    d.log_t.push_back(std::log(t[i]) - d.log_t_min);
+    d.y.push_back(y[i] / d.y_scale);
+    t_max = std::max(t_max, t[i]);
+  }
+  // Three parameters; with one distinct t the curve is a single point and alpha means nothing.
+  if (d.y.size() < 8 || !(t_max > t_min)) return false;
+  double mean = 0;
+  for (double v : d.y) mean += v;
+  mean /= static_cast<double>(d.y.size());
+  for (double v : d.y) d.sst += (v - mean) * (v - mean);
+  return true;
+}
+
+// Grid first because SSE(alpha) can have several dips; golden section then polishes the best
+// grid cell, which is small enough to hold a single minimum in practice.
+double BestAlpha(const PowerLawData& d, std::vector<double>& u) {
+  constexpr double kLo = 0.02, kHi = 3.0, kStep = 0.02;
+  double best_alpha = kLo, best_sse = std::numeric_limits<double>::infinity();
+  for (int k = 0; kLo + k * kStep <= kHi + 1e-9; ++k) {
+    const double alpha = kLo + k * kStep;
+    const double sse = FitForAlpha(d, alpha, u).sse;
+    if (sse < best_sse) {
+      best_sse = sse;
+      best_alpha = alpha;
+    }
+  }
+  constexpr double kInvPhi = 0.6180339887498949;
+  double lo = std::max(kLo, best_alpha - kStep), hi = std::min(kHi, best_alpha + kStep);
+  double x1 = hi - kInvPhi * (hi - lo), x2 = lo + kInvPhi * (hi - lo);
+  double f1 = FitForAlpha(d, x1, u).sse, f2 = FitForAlpha(d, x2, u).sse;
+  for (int iter = 0; iter < 60; ++iter) {  // 0.618^60 of 0.04: far below any useful alpha
+    if (f1 <= f2) {
+      hi = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = hi - kInvPhi * (hi - lo);
+      f1 = FitForAlpha(d, x1, u).sse;
+    } else {
+      lo = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = lo + kInvPhi * (hi - lo);
+      f2 = FitForAlpha(d, x2, u).sse;
+    }
+  }
+  if (std::min(f1, f2) > best_sse) return best_alpha;
+  return f1 <= f2 ? x1 : x2;
+}
+
+// ---- Autocorrelation ----
+
+// In-place iterative radix-2 FFT; a.size() must be a power of two.
+void Fft(std::vector<std::complex<double>>& a, bool inverse) {
+  const size_t n = a.size();
+  for (size_t i = 1, j = 0; i < n; ++i) {
+    size_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) std::swap(a[i], a[j]);
+  }
+  for (size_t len = 2; len <= n; len <<= 1) {
+    const double angle = 2 * std::numbers::pi / static_cast<double>(len) * (inverse ? 1 : -1);
+    const std::complex<double> w_len(std::cos(angle), std::sin(angle));
+    for (size_t i = 0; i < n; i += len) {
+      std::complex<double> w(1);
+      for (size_t k = 0; k < len / 2; ++k, w *= w_len) {
+        const std::complex<double> even = a[i + k], odd = a[i + k + len / 2] * w;
+        a[i + k] = even + odd;
+        a[i + k + len / 2] = even - odd;
+      }
+    }
+  }
+}
+
+// Sample autocorrelation r(0..max_lag) of the first differences, the usual biased estimator
+// (lag sums over the full-length variance) so every r lies in [-1, 1]. Differencing removes
+// the trend a training curve always has, leaving the per-epoch bumps. Via FFT because a
+// 100,000-point series searched up to n/3 would be ~10^9 products done directly.
+// Empty when the differences have no variance.
+std::vector<double> DiffAutocorrelation(std::span<const double> y, size_t max_lag) {
+  const size_t m = y.size() - 1;
+  std::vector<double> d(m);
+  double mean = 0;
+  for (size_t i = 0; i < m; ++i) mean += (d[i] = y[i + 1] - y[i]);
+  mean /= static_cast<double>(m);
+  double scale = 0;
+  for (double& v : d) scale = std::max(scale, std::abs(v -= mean));
+  if (!(scale > 0) || !std::isfinite(scale)) return {};
+  size_t size = 1;
+  while (size < 2 * m) size <<= 1;  // zero padding so the circular sums do not wrap
+  std::vector<std::complex<double>> a(size);
+  for (size_t i = 0; i < m; ++i) a[i] = d[i] / scale;
+  Fft(a, false);
+  for (auto& c : a) c = std::norm(c);
+  Fft(a, true);
+  const double r0 = a[0].real();
+  if (!(r0 > 0)) return {};
+  std::vector<double> r(std::min(max_lag, m - 1) + 1);
+  for (size_t k = 0; k < r.size(); ++k) r[k] = std::clamp(a[k].real() / r0, -1.0, 1.0);
+  return r;
+}
+
+bool IsLocalMax(const std::vector<double>& r, size_t k) {
+  return (k == 0 || r[k] >= r[k - 1]) && (k + 1 >= r.size() || r[k] >= r[k + 1]);
+}
+
+// Two or three periods in, the autocorrelation is often as high as at one period (sometimes
+// higher, by noise). Among peaks within 0.05 of the best whose multiple lands on the best
+// lag, the smallest is the fundamental.
+size_t Fundamental(const std::vector<double>& r, size_t lo, size_t best) {
+  constexpr double kNearTie = 0.05;
+  for (size_t k = lo; k < best; ++k) {
+    if (r[k] < r[best] - kNearTie || !IsLocalMax(r, k)) continue;
+    const size_t multiple = (best + k / 2) / k;
+    const size_t off = best > multiple * k ? best - multiple * k : multiple * k - best;
+    if (multiple >= 2 && off <= multiple) return k;
+  }
+  return best;
+}
+
+}  // namespace
+
+double Median(std::span<const double> x) {
+  std::vector<double> v(x.begin(), x.end());
+  return MedianInPlace(v);
+}
+
+double Mad(std::span<const double> x, double center) {
+  std::vector<double> dev(x.size());
+  for (size_t i = 0; i < x.size(); ++i) dev[i] = std::abs(x[i] - center);
+  return MedianInPlace(dev);
+}
+
+double Quantile(std::span<const double> x, double q) {
+  if (x.empty() || std::isnan(q)) return kNaN;
+  std::vector<double> v(x.begin(), x.end());
+  const double h = std::clamp(q, 0.0, 1.0) * static_cast<double>(v.size() - 1);
+  const size_t lo = std::min(static_cast<size_t>(h), v.size() - 1);
+  std::nth_element(v.begin(), v.begin() + lo, v.end());
+  const double below = v[lo];
+  if (lo + 1 == v.size()) return below;
+  const double above = *std::min_element(v.begin() + lo + 1, v.end());
+  const double frac = h - static_cast<double>(lo);
+  const double gap = above - below;
+  return std::isfinite(gap) ? below + frac * gap : (1 - frac) * below + frac * above;
+}
+
+std::vector<double> Ema(std::span<const double> x, double alpha) {
+  std::vector<double> out(x.size());
+  if (x.empty()) return out;
+  // Out-of-range alpha is clamped rather than rejected: 0 holds x[0], 1 is the raw series.
+  const double a = std::isnan(alpha) ? 1.0 : std::clamp(alpha, 0.0, 1.0);
+  out[0] = x[0];
+  // The weighted form, unlike prev + a*(x - prev), cannot overflow on finite inputs.
+  for (size_t i = 1; i < x.size(); ++i) out[i] = (1 - a) * out[i - 1] + a * x[i];
+  return out;
+}
+
+double TheilSenSlope(std::span<const double> x, std::span<const double> y) {
+  const std::vector<size_t> idx = EvenlySpaced(std::min(x.size(), y.size()), kMaxPairwisePoints);
+  std::vector<double> slopes;
+  if (idx.size() > 1) slopes.reserve(idx.size() * (idx.size() - 1) / 2);
+  for (size_t p = 0; p < idx.size(); ++p) {
+    for (size_t q = p + 1; q < idx.size(); ++q) {
+      const double dx = x[idx[q]] - x[idx[p]];
+      if (dx == 0) continue;
+      const double s = (y[idx[q]] - y[idx[p]]) / dx;
+      if (!std::isnan(s)) slopes.push_back(s);  // inf/inf from overflowing differences
+    }
+  }
+  return MedianInPlace(slopes);
+}
+
+double MannKendallZ(std::span<const double> y) {
+  const std::vector<size_t> idx = EvenlySpaced(y.size(), kMaxPairwisePoints);
+  if (idx.size() < 3) return 0;
+  std::vector<double> v(idx.size());
+  for (size_t k = 0; k < idx.size(); ++k) v[k] = y[idx[k]];
+  int64_t s = 0;
+  for (size_t i = 0; i < v.size(); ++i)
+    for (size_t j = i + 1; j < v.size(); ++j) s += Sign(v[j] - v[i]);
+  const double n = static_cast<double>(v.size());
+  const double var = (n * (n - 1) * (2 * n + 5) - TieCorrection(v)) / 18;
+  if (!(var > 0) || s == 0) return 0;
+  return (static_cast<double>(s) - Sign(static_cast<double>(s))) / std::sqrt(var);
+}
+
+TrailingZ TrailingRobustZ(std::span<const double> x, int window) {
+  TrailingZ out{std::vector<double>(x.size(), kNaN), std::vector<double>(x.size(), kNaN)};
+  if (window < 1 || static_cast<size_t>(window) >= x.size()) return out;
+  const size_t w = static_cast<size_t>(window);
+  std::vector<double> scratch(w);
+  for (size_t i = w; i < x.size(); ++i) {
+    scratch.assign(x.begin() + (i - w), x.begin() + i);
+    const double m = MedianInPlace(scratch);
+    for (double& v : scratch) v = std::abs(v - m);
+    double d = MedianInPlace(scratch);
+    if (d == 0) d = std::max(1e-12, 1e-6 * std::abs(m));
+    out.z[i] = 0.6745 * (x[i] - m) / d;
+    out.level[i] = m;
+  }
+  return out;
+}
+
+int64_t CusumUp(std::span<const double> x, double mean, double sd, double k, double h,
+                int64_t* onset) {
+  if (onset) *onset = -1;
+  // Without a positive scale there is no unit to count deviations in.
+  if (!(sd > 0) || !std::isfinite(sd)) return -1;
+  double s = 0;
+  int64_t run_start = -1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    s = std::max(0.0, s + (x[i] - mean) / sd - k);
+    if (s == 0) {
+      run_start = -1;
+      continue;
+    }
+    if (run_start < 0) run_start = static_cast<int64_t>(i);
+    if (s > h) {
+      if (onset) *onset = run_start;
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+double PowerLaw::Predict(double t) const {
+  if (!ok || !(t > 0)) return kNaN;
+  return e + a * std::pow(t, -alpha);
+}
+
+PowerLaw FitPowerLaw(std::span<const double> t, std::span<const double> y) {
+  PowerLaw p;
+  PowerLawData d;
+  if (!PreparePowerLaw(t, y, d)) return p;
+  std::vector<double> u(d.y.size());
+  const double alpha = BestAlpha(d, u);
+  const LinearFit f = FitForAlpha(d, alpha, u);
+  // Undo the scalings: y was divided by y_scale, and u by t_min^-alpha.
+  p.alpha = alpha;
+  p.e = f.e * d.y_scale;
+  p.a = f.a * d.y_scale * std::exp(alpha * d.log_t_min);
+  p.rmse = std::sqrt(f.sse / static_cast<double>(d.y.size())) * d.y_scale;
+  p.r2 = d.sst > 0 ? 1 - f.sse / d.sst : 0;
+  p.ok = std::isfinite(p.e) && std::isfinite(p.a) && std::isfinite(p.rmse);
+  return p;
+}
+
+Period DominantPeriod(std::span<const double> y, int64_t min_period, int64_t max_period) {
+  // A period of 1 is no period at all, and lag 0 is trivially 1.
+  const int64_t lo = std::max<int64_t>(min_period, 2);
+  const int64_t n = static_cast<int64_t>(y.size());
+  if (lo > n / 3) return {};
+  const int64_t hi = std::min(max_period, n / 3);
+  if (hi < lo) return {};
+  // One lag past hi so the peak test can see both neighbours of hi.
+  const std::vector<double> r = DiffAutocorrelation(y, static_cast<size_t>(hi) + 1);
+  if (r.size() <= static_cast<size_t>(lo)) return {};
+  const size_t top = std::min(static_cast<size_t>(hi), r.size() - 1);
+  size_t best = static_cast<size_t>(lo);
+  for (size_t k = best; k <= top; ++k)
+    if (r[k] > r[best]) best = k;
+  const size_t chosen = Fundamental(r, static_cast<size_t>(lo), best);
+  Period p;
+  p.strength = r[chosen];
+  if (p.strength >= 0.2) p.period = static_cast<int64_t>(chosen);
+  return p;
+}
+
+BestSoFar BestSoFarMin(std::span<const double> y, double min_delta_rel) {
+  BestSoFar b;
+  if (y.empty()) return b;
+  // A negative threshold would count getting worse as improving.
+  const double rel = std::isnan(min_delta_rel) ? 0.0 : std::max(0.0, min_delta_rel);
+  b.best_index = 0;
+  b.best = y[0];
+  for (size_t i = 1; i < y.size(); ++i) {
+    // best * (1 - rel) for best > 0 and best - |best| * rel for best <= 0 are the same line.
+    if (y[i] < b.best - std::abs(b.best) * rel) {
+      b.best_index = static_cast<int64_t>(i);
+      b.best = y[i];
+    }
+  }
+  b.since = static_cast<int64_t>(y.size()) - 1 - b.best_index;
+  return b;
+}
+
+}  // namespace tw::diagnose::stats

@@ -1,0 +1,84 @@
+// Robust numerics for the diagnosis rules: pure functions over plain vectors, no SQLite.
+// The rules (sql/rules/*.sql) hold the judgement; these hold the arithmetic, tested alone
+// (tests/diagnose_stats_test.cc). sql_functions.cc exposes them to SQL.
+//
+// Conventions: inputs are finite (callers drop NaN/Inf first); an empty or too-short input
+// gives NaN (or an empty/false result), never a crash. Series are ordered by step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tw::diagnose::stats {
+
+// Median (mean of the two middle values for even n). NaN when empty.
+double Median(std::span<const double> x);
+// Median absolute deviation from `center` (raw, not scaled by 1.4826). NaN when empty.
+double Mad(std::span<const double> x, double center);
+// Linear-interpolated quantile, q in [0, 1] (numpy's default). NaN when empty.
+double Quantile(std::span<const double> x, double q);
+
+// Exponential moving average with smoothing factor alpha in (0, 1]; out[0] = x[0].
+std::vector<double> Ema(std::span<const double> x, double alpha);
+
+// Theil–Sen slope of y on x: the median of pairwise slopes over pairs with distinct x.
+// Above 2,000 points, a deterministic subsample of evenly spaced points keeps it O(n^2) bounded.
+// NaN when fewer than 2 distinct x.
+double TheilSenSlope(std::span<const double> x, std::span<const double> y);
+
+// Mann–Kendall trend test: the normal z of S (with continuity correction and the variance
+// correction for ties). Positive: increasing. Above 2,000 points, a deterministic subsample.
+// 0 when fewer than 3 points.
+double MannKendallZ(std::span<const double> y);
+
+// Trailing robust z: for each i >= window, with m and d the median and MAD of
+// x[i-window, i), z[i] = 0.6745 * (x[i] - m) / d (Iglewicz–Hoaglin modified z); level[i] = m.
+// When d is 0 (a constant window) d is replaced by max(1e-12, 1e-6 * |m|), so a constant
+// stretch followed by a jump reads as a large z rather than a division by zero.
+// Entries before `window` are NaN. O(n * window log window) is fine for window <= 1000.
+struct TrailingZ {
+  std::vector<double> z;
+  std::vector<double> level;
+};
+TrailingZ TrailingRobustZ(std::span<const double> x, int window);
+
+// One-sided upper CUSUM (Page): S_0 = 0, S_i = max(0, S_{i-1} + (x_i - mean)/sd - k).
+// Returns the first index where S_i > h, or -1. `onset` (if given) receives the index where
+// the run of positive S that crossed began (the change point estimate), or -1.
+int64_t CusumUp(std::span<const double> x, double mean, double sd, double k, double h,
+                int64_t* onset = nullptr);
+
+// L(t) = e + a * t^(-alpha), fitted by least squares: alpha on a grid (0.02 to 3, then refined),
+// e and a by linear least squares for each alpha, with a >= 0 (and e free). Needs >= 8
+// points with t > 0. `rmse` is the residual root mean square; `r2` the coefficient of
+// determination. ok = false when it cannot be fitted.
+struct PowerLaw {
+  bool ok = false;
+  double e = 0, a = 0, alpha = 0, rmse = 0, r2 = 0;
+  double Predict(double t) const;
+};
+PowerLaw FitPowerLaw(std::span<const double> t, std::span<const double> y);
+
+// The dominant period of a series in samples, from the autocorrelation of its first
+// differences, searched over [min_period, max_period]; strength is that autocorrelation
+// (in [-1, 1]). period = 0 when nothing stands out (strength < 0.2) or the series is shorter
+// than 3 * min_period.
+struct Period {
+  int64_t period = 0;
+  double strength = 0;
+};
+Period DominantPeriod(std::span<const double> y, int64_t min_period, int64_t max_period);
+
+// Best-so-far with a relative improvement threshold (Keras/PyTorch ReduceLROnPlateau,
+// EarlyStopping "rel" mode). A value improves when it is below best * (1 - min_delta_rel)
+// for minimizing (for values <= 0 the threshold is best - |best| * min_delta_rel). Returns
+// the index of the last improvement and how many points followed it.
+struct BestSoFar {
+  int64_t best_index = -1;
+  double best = 0;
+  int64_t since = 0;  // points after best_index
+};
+BestSoFar BestSoFarMin(std::span<const double> y, double min_delta_rel);
+
+}  // namespace tw::diagnose::stats

@@ -1,0 +1,531 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <vector>
+
+#include "diagnose/stats.h"
+
+namespace tw::diagnose::stats {
+namespace {
+
+using Vec = std::vector<double>;
+
+// The textbook definition, O(n * lag), as an independent check on the FFT-based search.
+double DiffAcf(const Vec& y, size_t lag) {
+  Vec d(y.size() - 1);
+  double mean = 0;
+  for (size_t i = 0; i < d.size(); ++i) mean += (d[i] = y[i + 1] - y[i]);
+  mean /= static_cast<double>(d.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    den += (d[i] - mean) * (d[i] - mean);
+    if (i + lag < d.size()) num += (d[i] - mean) * (d[i + lag] - mean);
+  }
+  return num / den;
+}
+
+Vec Noise(size_t n, double sd, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> dist(0, sd);
+  Vec v(n);
+  for (double& x : v) x = dist(rng);
+  return v;
+}
+
+// ---- Median, Mad, Quantile ----
+
+TEST(Stats, MedianKnownAnswers) {
+  EXPECT_DOUBLE_EQ(Median(Vec{3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(Median(Vec{4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(Median(Vec{7}), 7);
+  EXPECT_DOUBLE_EQ(Median(Vec{5, 5, 5, 5}), 5);
+  EXPECT_DOUBLE_EQ(Median(Vec{-1, 100, 2, 1e9, 3}), 3);
+  EXPECT_TRUE(std::isnan(Median(Vec{})));
+}
+
+TEST(Stats, MedianOfHugeValuesDoesNotOverflow) {
+  EXPECT_DOUBLE_EQ(Median(Vec{1.5e308, 1.7e308}), 1.6e308);
+  EXPECT_DOUBLE_EQ(Median(Vec{-1.7e308, 1.7e308}), 0);
+}
+
+TEST(Stats, MadKnownAnswers) {
+  // Deviations from 3: {2, 1, 0, 1, 97}; the outlier does not move the median deviation.
+  EXPECT_DOUBLE_EQ(Mad(Vec{1, 2, 3, 4, 100}, 3), 1);
+  // Deviations from 2.5: {1.5, 0.5, 0.5, 1.5}.
+  EXPECT_DOUBLE_EQ(Mad(Vec{1, 2, 3, 4}, 2.5), 1);
+  // Deviations from 2: {1, 1, 0, 0, 2, 4, 7}.
+  EXPECT_DOUBLE_EQ(Mad(Vec{1, 1, 2, 2, 4, 6, 9}, 2), 1);
+  EXPECT_DOUBLE_EQ(Mad(Vec{4, 4, 4}, 4), 0);
+  EXPECT_DOUBLE_EQ(Mad(Vec{4}, 1), 3);
+  EXPECT_TRUE(std::isnan(Mad(Vec{}, 0)));
+}
+
+TEST(Stats, QuantileMatchesNumpyLinear) {
+  const Vec x{4, 1, 3, 2};  // sorted 1 2 3 4; position h = 3q
+  EXPECT_DOUBLE_EQ(Quantile(x, 0), 1);
+  EXPECT_DOUBLE_EQ(Quantile(x, 0.25), 1.75);
+  EXPECT_DOUBLE_EQ(Quantile(x, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(Quantile(x, 0.9), 3.7);
+  EXPECT_DOUBLE_EQ(Quantile(x, 1), 4);
+  // np.quantile([10, 20, 30, 40, 50], 0.1) == 14.
+  EXPECT_DOUBLE_EQ(Quantile(Vec{50, 10, 40, 20, 30}, 0.1), 14);
+}
+
+TEST(Stats, QuantileEdges) {
+  EXPECT_TRUE(std::isnan(Quantile(Vec{}, 0.5)));
+  EXPECT_DOUBLE_EQ(Quantile(Vec{5}, 0.3), 5);
+  EXPECT_DOUBLE_EQ(Quantile(Vec{2, 2, 2}, 0.7), 2);
+  EXPECT_DOUBLE_EQ(Quantile(Vec{1, 2, 3}, -1), 1);  // clamped into [0, 1]
+  EXPECT_DOUBLE_EQ(Quantile(Vec{1, 2, 3}, 2), 3);
+  EXPECT_TRUE(std::isnan(Quantile(Vec{1, 2, 3}, std::nan(""))));
+  EXPECT_DOUBLE_EQ(Quantile(Vec{-1.7e308, 1.7e308}, 0.5), 0);
+}
+
+// ---- Ema ----
+
+TEST(Stats, EmaKnownAnswers) {
+  const Vec out = Ema(Vec{1, 2, 3}, 0.5);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_DOUBLE_EQ(out[0], 1);
+  EXPECT_DOUBLE_EQ(out[1], 1.5);
+  EXPECT_DOUBLE_EQ(out[2], 2.25);
+  EXPECT_EQ(Ema(Vec{3, -1, 8}, 1.0), (Vec{3, -1, 8}));
+  EXPECT_TRUE(Ema(Vec{}, 0.3).empty());
+  EXPECT_EQ(Ema(Vec{42}, 0.3), Vec{42});
+}
+
+TEST(Stats, EmaFollowsTheRecurrence) {
+  const Vec x = Noise(500, 3, 11);
+  const double alpha = 0.1;
+  const Vec out = Ema(x, alpha);
+  double s = x[0];
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (i > 0) s = alpha * x[i] + (1 - alpha) * s;
+    ASSERT_NEAR(out[i], s, 1e-12) << i;
+  }
+}
+
+// ---- Theil–Sen ----
+
+TEST(Stats, TheilSenIgnoresOutliers) {
+  Vec x, y;
+  for (int i = 0; i <= 20; ++i) {
+    x.push_back(i);
+    y.push_back(2.0 * i + 1);
+  }
+  // 57 of the 210 pairs touch an outlier: too few to reach the middle of the sorted slopes.
+  y[3] += 100;
+  y[10] -= 80;
+  y[17] += 500;
+  EXPECT_DOUBLE_EQ(TheilSenSlope(x, y), 2);
+}
+
+TEST(Stats, TheilSenEvenPairCountAveragesTheMiddleSlopes) {
+  // Pairwise slopes: (0,1) 1, (0,2) 2, (1,2) 3, (0,3) 1, (1,3) 1, (2,3) -1 -> median of
+  // {-1, 1, 1, 1, 2, 3} is 1; and with points reversed in x the answer must not change.
+  EXPECT_DOUBLE_EQ(TheilSenSlope(Vec{0, 1, 2, 3}, Vec{0, 1, 4, 3}), 1);
+  EXPECT_DOUBLE_EQ(TheilSenSlope(Vec{3, 2, 1, 0}, Vec{3, 4, 1, 0}), 1);
+  // {0, 1, 5, 6} -> slopes 1, 2.5, 2, 4, 2.5, 1 -> median (2 + 2.5) / 2.
+  EXPECT_DOUBLE_EQ(TheilSenSlope(Vec{0, 1, 2, 3}, Vec{0, 1, 5, 6}), 2.25);
+}
+
+TEST(Stats, TheilSenEdges) {
+  EXPECT_TRUE(std::isnan(TheilSenSlope(Vec{}, Vec{})));
+  EXPECT_TRUE(std::isnan(TheilSenSlope(Vec{1}, Vec{1})));
+  EXPECT_TRUE(std::isnan(TheilSenSlope(Vec{2, 2, 2}, Vec{1, 5, 9})));  // no distinct x
+  EXPECT_DOUBLE_EQ(TheilSenSlope(Vec{2, 2, 4}, Vec{1, 5, 9}), 3);      // slopes 4 and 2
+  EXPECT_DOUBLE_EQ(TheilSenSlope(Vec{0, 1, 2, 3}, Vec{5, 5, 5, 5}), 0);
+}
+
+TEST(Stats, TheilSenSubsamplesLongSeries) {
+  Vec x(100000), y(100000);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<double>(i);
+    y[i] = -0.25 * x[i] + 7;
+  }
+  y[50000] = 1e9;  // the subsample may or may not include it; either way the slope stands
+  EXPECT_DOUBLE_EQ(TheilSenSlope(x, y), -0.25);
+}
+
+// ---- Mann–Kendall ----
+
+TEST(Stats, MannKendallStrictlyMonotone) {
+  Vec up, down;
+  for (int i = 0; i < 10; ++i) {
+    up.push_back(i * 1.5);
+    down.push_back(-i * 1.5);
+  }
+  // S = 45, Var = 10 * 9 * 25 / 18 = 125.
+  EXPECT_NEAR(MannKendallZ(up), 44 / std::sqrt(125.0), 1e-12);
+  EXPECT_NEAR(MannKendallZ(down), -44 / std::sqrt(125.0), 1e-12);
+}
+
+TEST(Stats, MannKendallWithTies) {
+  // {1, 2, 2, 3}: S = 5 (the 2-2 pair is 0); Var = (4*3*13 - 2*1*9) / 18 = 138/18.
+  EXPECT_NEAR(MannKendallZ(Vec{1, 2, 2, 3}), 4 / std::sqrt(138.0 / 18), 1e-12);
+  // {3, 1, 1, 1, 2}: S = -4 (from the 3) + 3 (each 1 before the 2) = -1, and the continuity
+  // correction takes |S| = 1 to 0.
+  EXPECT_DOUBLE_EQ(MannKendallZ(Vec{3, 1, 1, 1, 2}), 0);
+  // {1, 1, 2, 2, 2}: S = 6; ties 18 + 66 = 84; Var = (300 - 84) / 18 = 12.
+  EXPECT_NEAR(MannKendallZ(Vec{1, 1, 2, 2, 2}), 5 / std::sqrt(12.0), 1e-12);
+}
+
+TEST(Stats, MannKendallEdges) {
+  EXPECT_EQ(MannKendallZ(Vec{}), 0);
+  EXPECT_EQ(MannKendallZ(Vec{1}), 0);
+  EXPECT_EQ(MannKendallZ(Vec{1, 2}), 0);
+  EXPECT_EQ(MannKendallZ(Vec{4, 4, 4, 4}), 0);  // Var = 0
+  EXPECT_EQ(MannKendallZ(Vec{1, 3, 2}), 0);     // S = +1 + 1 - 1 = 1 -> (1 - 1) / sd = 0
+}
+
+TEST(Stats, MannKendallSubsamplesToTwoThousandPoints) {
+  Vec up(100000);
+  for (size_t i = 0; i < up.size(); ++i) up[i] = std::log1p(static_cast<double>(i));
+  // Strictly increasing, so the 2,000-point subsample has S = n(n-1)/2 and no ties.
+  const double n = 2000, s = n * (n - 1) / 2;
+  EXPECT_NEAR(MannKendallZ(up), (s - 1) / std::sqrt(n * (n - 1) * (2 * n + 5) / 18), 1e-9);
+}
+
+TEST(Stats, MannKendallNoiseIsNotATrend) {
+  EXPECT_LT(std::abs(MannKendallZ(Noise(1000, 1, 5))), 3.0);
+}
+
+// ---- Trailing robust z ----
+
+TEST(Stats, TrailingRobustZKnownAnswers) {
+  const Vec x{1, 2, 3, 4, 5, 10};
+  TrailingZ t = TrailingRobustZ(x, 5);
+  ASSERT_EQ(t.z.size(), 6u);
+  ASSERT_EQ(t.level.size(), 6u);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(std::isnan(t.z[i]) && std::isnan(t.level[i])) << i;
+  // Window {1..5}: median 3, MAD 1.
+  EXPECT_DOUBLE_EQ(t.level[5], 3);
+  EXPECT_DOUBLE_EQ(t.z[5], 0.6745 * 7);
+
+  // Even window {1,2,3,4}: median 2.5, MAD 1; then {2,3,4,5}: median 3.5, MAD 1.
+  t = TrailingRobustZ(x, 4);
+  EXPECT_DOUBLE_EQ(t.level[4], 2.5);
+  EXPECT_DOUBLE_EQ(t.z[4], 0.6745 * 2.5);
+  EXPECT_DOUBLE_EQ(t.level[5], 3.5);
+  EXPECT_DOUBLE_EQ(t.z[5], 0.6745 * 6.5);
+}
+
+TEST(Stats, TrailingRobustZConstantWindow) {
+  Vec x(11, 5.0);
+  x.push_back(6);
+  TrailingZ t = TrailingRobustZ(x, 10);
+  EXPECT_DOUBLE_EQ(t.z[10], 0);
+  EXPECT_DOUBLE_EQ(t.level[10], 5);
+  EXPECT_NEAR(t.z[11], 0.6745 * 1 / 5e-6, 1e-3);  // d = 1e-6 * |5|
+
+  Vec zeros(10, 0.0);
+  zeros.push_back(1);
+  t = TrailingRobustZ(zeros, 10);
+  EXPECT_NEAR(t.z[10], 0.6745e12, 1);  // d = 1e-12 floor
+}
+
+TEST(Stats, TrailingRobustZFlagsInjectedSpike) {
+  Vec x = Noise(1000, 0.01, 3);
+  for (double& v : x) v += 2.0;
+  x[600] += 1.0;  // ~100 sigma
+  const TrailingZ t = TrailingRobustZ(x, 100);
+  EXPECT_GT(t.z[600], 8);
+  double worst = 0;
+  for (size_t i = 100; i < x.size(); ++i) {
+    if (i != 600) worst = std::max(worst, std::abs(t.z[i]));
+    EXPECT_NEAR(t.level[i], 2.0, 0.01) << i;  // the median shrugs the spike off
+  }
+  EXPECT_LT(worst, 6);
+}
+
+TEST(Stats, TrailingRobustZEdges) {
+  TrailingZ t = TrailingRobustZ(Vec{}, 5);
+  EXPECT_TRUE(t.z.empty() && t.level.empty());
+  for (int window : {3, 4, 1000, 0, -2}) {
+    t = TrailingRobustZ(Vec{1, 2, 3}, window);
+    ASSERT_EQ(t.z.size(), 3u);
+    ASSERT_EQ(t.level.size(), 3u);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(t.z[i]) && std::isnan(t.level[i]));
+  }
+  t = TrailingRobustZ(Vec{1, 2, 3}, 1);  // window of one: m = previous value, MAD 0
+  EXPECT_DOUBLE_EQ(t.level[2], 2);
+  EXPECT_NEAR(t.z[2], 0.6745 / 2e-6, 1e-3);
+}
+
+TEST(Stats, TrailingRobustZLongSeries) {
+  Vec x = Noise(100000, 1, 9);
+  const TrailingZ t = TrailingRobustZ(x, 100);
+  ASSERT_EQ(t.z.size(), x.size());
+  EXPECT_TRUE(std::isnan(t.z[99]));
+  EXPECT_TRUE(std::isfinite(t.z.back()));
+}
+
+// ---- CUSUM ----
+
+TEST(Stats, CusumStepChange) {
+  Vec x(300, 0.0);
+  x.resize(400, 2.0);
+  int64_t onset = 123;
+  // S from index 300: 1.5, 3, 4.5, 6 -> first above 5 at 303; the run began at 300.
+  EXPECT_EQ(CusumUp(x, 0, 1, 0.5, 5, &onset), 303);
+  EXPECT_EQ(onset, 300);
+  EXPECT_EQ(CusumUp(x, 0, 1, 0.5, 5), 303);  // onset is optional
+}
+
+TEST(Stats, CusumStepChangeInNoise) {
+  Vec x = Noise(600, 1, 21);
+  for (size_t i = 400; i < x.size(); ++i) x[i] += 2;
+  int64_t onset = -1;
+  const int64_t alarm = CusumUp(x, 0, 1, 0.5, 8, &onset);
+  EXPECT_GE(alarm, 400);
+  EXPECT_LT(alarm, 420);
+  EXPECT_GE(onset, 390);
+  EXPECT_LE(onset, alarm);
+}
+
+TEST(Stats, CusumRunResetsAtZero) {
+  // Index 2 starts a run (2.5) that index 3 wipes out; the crossing run starts at 6.
+  const Vec x{0, 0, 3, -10, 0, 0, 2, 2, 2, 2, 2};
+  int64_t onset = -1;
+  EXPECT_EQ(CusumUp(x, 0, 1, 0.5, 5, &onset), 9);
+  EXPECT_EQ(onset, 6);
+}
+
+TEST(Stats, CusumNoAlarm) {
+  int64_t onset = 7;
+  EXPECT_EQ(CusumUp(Vec(100, 1.0), 1, 0.5, 0.5, 5, &onset), -1);
+  EXPECT_EQ(onset, -1);
+  EXPECT_EQ(CusumUp(Vec{}, 0, 1, 0.5, 5, &onset), -1);
+  EXPECT_EQ(onset, -1);
+  // A falling series never accumulates upward evidence.
+  EXPECT_EQ(CusumUp(Vec{0, -1, -2, -3, -4}, 0, 1, 0, 1), -1);
+  // No positive scale: nothing can be judged.
+  EXPECT_EQ(CusumUp(Vec{0, 100, 100}, 0, 0, 0.5, 5, &onset), -1);
+  EXPECT_EQ(CusumUp(Vec{0, 100, 100}, 0, -1, 0.5, 5, &onset), -1);
+  EXPECT_EQ(onset, -1);
+}
+
+// ---- Power law ----
+
+struct Curve {
+  Vec t, y;
+};
+Curve PowerCurve(double e, double a, double alpha, int n, double noise = 0) {
+  Curve c;
+  std::mt19937 rng(17);
+  std::normal_distribution<double> dist(0, noise > 0 ? noise : 1);
+  for (int i = 1; i <= n; ++i) {
+    c.t.push_back(i * 10.0);
+    c.y.push_back(e + a * std::pow(i * 10.0, -alpha) + (noise > 0 ? dist(rng) : 0));
+  }
+  return c;
+}
+
+TEST(Stats, PowerLawRecoversNoiselessParameters) {
+  const Curve c = PowerCurve(0.5, 3.0, 0.7, 500);
+  const PowerLaw p = FitPowerLaw(c.t, c.y);
+  ASSERT_TRUE(p.ok);
+  EXPECT_NEAR(p.e, 0.5, 1e-3);
+  EXPECT_NEAR(p.a, 3.0, 1e-3);
+  EXPECT_NEAR(p.alpha, 0.7, 1e-3);
+  EXPECT_LT(p.rmse, 1e-6);
+  EXPECT_GT(p.r2, 0.999999);
+  EXPECT_NEAR(p.Predict(1e5), 0.5 + 3.0 * std::pow(1e5, -0.7), 1e-4);
+  EXPECT_NEAR(p.Predict(10), c.y[0], 1e-5);
+}
+
+TEST(Stats, PowerLawWithSmallNoise) {
+  const Curve c = PowerCurve(0.5, 3.0, 0.7, 2000, 0.001);
+  const PowerLaw p = FitPowerLaw(c.t, c.y);
+  ASSERT_TRUE(p.ok);
+  EXPECT_NEAR(p.e, 0.5, 0.01);
+  EXPECT_NEAR(p.a, 3.0, 0.1);
+  EXPECT_NEAR(p.alpha, 0.7, 0.02);
+  EXPECT_NEAR(p.rmse, 0.001, 1e-4);  // the residual is the noise
+  EXPECT_GT(p.r2, 0.99);
+  EXPECT_NEAR(p.Predict(50000), 0.5 + 3.0 * std::pow(50000.0, -0.7), 0.01);
+}
+
+TEST(Stats, PowerLawIgnoresNonPositiveTimes) {
+  Curve c = PowerCurve(1.0, 2.0, 1.5, 20);
+  const PowerLaw clean = FitPowerLaw(c.t, c.y);
+  c.t.insert(c.t.begin(), {0.0, -5.0});
+  c.y.insert(c.y.begin(), {1e6, -1e6});
+  const PowerLaw p = FitPowerLaw(c.t, c.y);
+  ASSERT_TRUE(clean.ok && p.ok);
+  EXPECT_DOUBLE_EQ(p.alpha, clean.alpha);
+  EXPECT_DOUBLE_EQ(p.e, clean.e);
+  EXPECT_NEAR(p.alpha, 1.5, 1e-3);
+}
+
+TEST(Stats, PowerLawTooFewPoints) {
+  const Curve c = PowerCurve(0.5, 3.0, 0.7, 7);
+  EXPECT_FALSE(FitPowerLaw(c.t, c.y).ok);
+  Vec t = c.t, y = c.y;
+  t.push_back(0);  // eight points, but only seven with t > 0
+  y.push_back(1);
+  EXPECT_FALSE(FitPowerLaw(t, y).ok);
+  EXPECT_FALSE(FitPowerLaw(Vec{}, Vec{}).ok);
+  EXPECT_FALSE(FitPowerLaw(Vec(20, 3.0), Vec(20, 1.0)).ok);  // one distinct t
+  const PowerLaw none;
+  EXPECT_TRUE(std::isnan(none.Predict(10)));
+}
+
+TEST(Stats, PowerLawEdges) {
+  Vec t(30), flat(30, 2.5), rising(30);
+  for (int i = 0; i < 30; ++i) {
+    t[i] = i + 1;
+    rising[i] = i;
+  }
+  PowerLaw p = FitPowerLaw(t, flat);
+  ASSERT_TRUE(p.ok);
+  EXPECT_NEAR(p.e, 2.5, 1e-12);
+  EXPECT_DOUBLE_EQ(p.a, 0);
+  EXPECT_DOUBLE_EQ(p.r2, 0);  // SST = 0
+  // A rising curve would need a < 0; clamped, it is a flat line at the mean.
+  p = FitPowerLaw(t, rising);
+  ASSERT_TRUE(p.ok);
+  EXPECT_DOUBLE_EQ(p.a, 0);
+  EXPECT_NEAR(p.e, 14.5, 1e-12);
+  EXPECT_NEAR(p.r2, 0, 1e-12);
+  EXPECT_TRUE(std::isnan(p.Predict(0)));
+  EXPECT_TRUE(std::isnan(p.Predict(-3)));
+}
+
+TEST(Stats, PowerLawHugeScale) {
+  Curve c = PowerCurve(0.5, 3.0, 0.7, 100);
+  for (double& v : c.y) v *= 1e300;
+  const PowerLaw p = FitPowerLaw(c.t, c.y);
+  ASSERT_TRUE(p.ok);
+  EXPECT_NEAR(p.e / 1e300, 0.5, 1e-3);
+  EXPECT_NEAR(p.a / 1e300, 3.0, 1e-3);
+  EXPECT_NEAR(p.alpha, 0.7, 1e-3);
+  EXPECT_TRUE(std::isfinite(p.r2));
+}
+
+// ---- Dominant period ----
+
+// A training loss: slow decay, a drop at each epoch boundary, and noise.
+Vec EpochLoss(size_t n, size_t period, double noise, unsigned seed) {
+  Vec y = Noise(n, noise, seed);
+  for (size_t i = 0; i < n; ++i)
+    y[i] += 3 * std::exp(-static_cast<double>(i) / 800) - 0.1 * static_cast<double>(i / period);
+  return y;
+}
+
+TEST(Stats, DominantPeriodStaircase) {
+  const Vec y = EpochLoss(3000, 50, 0.01, 1);
+  const Period p = DominantPeriod(y, 2, 1000);
+  EXPECT_EQ(p.period, 50);
+  // Differencing doubles the noise variance: a 0.1 drop per 50 steps against 0.01 noise is
+  // about as much signal as noise, r ~ 0.5.
+  EXPECT_GT(p.strength, 0.4);
+  EXPECT_NEAR(p.strength, DiffAcf(y, 50), 1e-9);
+}
+
+TEST(Stats, DominantPeriodSawtooth) {
+  Vec y = Noise(2000, 0.05, 2);
+  for (size_t i = 0; i < y.size(); ++i) y[i] += static_cast<double>(i % 50) / 50;
+  const Period p = DominantPeriod(y, 5, 500);
+  EXPECT_EQ(p.period, 50);
+  EXPECT_NEAR(p.strength, DiffAcf(y, 50), 1e-9);
+}
+
+TEST(Stats, DominantPeriodSine) {
+  Vec y(2000);
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = std::sin(2 * std::numbers::pi * static_cast<double>(i) / 37) - 1e-3 * i;
+  EXPECT_EQ(DominantPeriod(y, 2, 600).period, 37);
+}
+
+TEST(Stats, DominantPeriodPrefersTheFundamental) {
+  // Epochs alternate between a drop of 1 and of 0.7, so the pattern strictly repeats every
+  // 100 and the raw autocorrelation peaks there, but only just: 50 is the period to report.
+  Vec y = Noise(2000, 0.01, 4);
+  double level = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (i > 0 && i % 50 == 0) level -= (i / 50) % 2 ? 1.0 : 0.7;
+    y[i] += level;
+  }
+  ASSERT_GT(DiffAcf(y, 100), DiffAcf(y, 50));
+  ASSERT_LT(DiffAcf(y, 100) - DiffAcf(y, 50), 0.05);
+  const Period p = DominantPeriod(y, 2, 600);
+  EXPECT_EQ(p.period, 50);
+  EXPECT_NEAR(p.strength, DiffAcf(y, 50), 1e-9);
+}
+
+TEST(Stats, DominantPeriodOutsideTheRangeFindsTheMultiple) {
+  const Vec y = EpochLoss(3000, 50, 0.01, 1);
+  EXPECT_EQ(DominantPeriod(y, 60, 300).period, 100);
+}
+
+TEST(Stats, DominantPeriodWhiteNoise) {
+  const Period p = DominantPeriod(Noise(2000, 1, 8), 2, 600);
+  EXPECT_EQ(p.period, 0);
+  EXPECT_LT(p.strength, 0.2);
+}
+
+TEST(Stats, DominantPeriodEdges) {
+  const Vec y = EpochLoss(3000, 50, 0.01, 1);
+  EXPECT_EQ(DominantPeriod(y, 300, 100).period, 0);    // min > max
+  EXPECT_EQ(DominantPeriod(y, 1001, 2000).period, 0);  // shorter than 3 * min_period
+  EXPECT_EQ(DominantPeriod(Vec{}, 2, 10).period, 0);
+  EXPECT_EQ(DominantPeriod(Vec{1}, 2, 10).period, 0);
+  EXPECT_EQ(DominantPeriod(Vec(100, 3.0), 2, 30).period, 0);  // no variance
+  Vec line(100);
+  for (size_t i = 0; i < line.size(); ++i) line[i] = 0.5 * static_cast<double>(i);
+  EXPECT_EQ(DominantPeriod(line, 2, 30).period, 0);  // constant differences
+  // A lower bound below 2 and an unbounded upper one are clamped, not trusted.
+  EXPECT_EQ(DominantPeriod(y, -5, INT64_MAX).period, 50);
+}
+
+TEST(Stats, DominantPeriodLongSeries) {
+  const Vec y = EpochLoss(100000, 390, 0.002, 6);
+  EXPECT_EQ(DominantPeriod(y, 2, 100000).period, 390);
+}
+
+// ---- Best so far ----
+
+TEST(Stats, BestSoFarImprovesThenStalls) {
+  Vec y;
+  for (int i = 0; i < 50; ++i) y.push_back(100 - i);  // 100 .. 51, each > 0.1% better
+  y.resize(80, 51.0);
+  y.resize(100, 50.99);  // better, but by only 0.02%
+  BestSoFar b = BestSoFarMin(y, 1e-3);
+  EXPECT_EQ(b.best_index, 49);
+  EXPECT_DOUBLE_EQ(b.best, 51);
+  EXPECT_EQ(b.since, 50);
+  b = BestSoFarMin(y, 0);  // any strict improvement counts
+  EXPECT_EQ(b.best_index, 80);
+  EXPECT_DOUBLE_EQ(b.best, 50.99);
+  EXPECT_EQ(b.since, 19);
+}
+
+TEST(Stats, BestSoFarNonPositiveValues) {
+  // best = -1: the bar is -1 - 0.01 = -1.01.
+  BestSoFar b = BestSoFarMin(Vec{-1, -1.0005, -1.02, -1.021}, 0.01);
+  EXPECT_EQ(b.best_index, 2);
+  EXPECT_DOUBLE_EQ(b.best, -1.02);
+  EXPECT_EQ(b.since, 1);
+  // best = 0: the bar is 0 itself.
+  b = BestSoFarMin(Vec{0, 0, -1e-9}, 0.5);
+  EXPECT_EQ(b.best_index, 2);
+}
+
+TEST(Stats, BestSoFarEdges) {
+  BestSoFar b = BestSoFarMin(Vec{}, 0.01);
+  EXPECT_EQ(b.best_index, -1);
+  EXPECT_EQ(b.since, 0);
+  b = BestSoFarMin(Vec{3}, 0.01);
+  EXPECT_EQ(b.best_index, 0);
+  EXPECT_DOUBLE_EQ(b.best, 3);
+  EXPECT_EQ(b.since, 0);
+  b = BestSoFarMin(Vec(10, 2.0), 0.01);  // equal is not better
+  EXPECT_EQ(b.best_index, 0);
+  EXPECT_EQ(b.since, 9);
+}
+
+}  // namespace
+}  // namespace tw::diagnose::stats
