@@ -30,8 +30,10 @@ WITH span AS (
   SELECT series_id, tag, count(*) AS n, tw_trend(step, value) AS whole,
          (SELECT tw_trend(p.step, p.value) FROM pts p, span WHERE p.series_id = pts.series_id
             AND p.step >= span.hi - :tail_frac * (span.hi - span.lo)) AS tail,
-         (SELECT json_extract(tw_best(p.step, p.value, 0.01), '$.best_step') FROM pts p
-            WHERE p.series_id = pts.series_id) AS since
+         -- Where the plateau began: the first point at or below its level (the tail's median).
+         (SELECT min(p.step) FROM pts p WHERE p.series_id = pts.series_id AND p.value <=
+            (SELECT tw_median(q.value) FROM pts q, span WHERE q.series_id = pts.series_id
+               AND q.step >= span.hi - :tail_frac * (span.hi - span.lo))) AS since
   FROM pts GROUP BY series_id
 ), lr AS (
   SELECT min(value) AS lo, max(value) AS hi,

@@ -21,14 +21,19 @@ WITH lr AS (
   SELECT series_id, tag, min(value) AS lo, max(value) AS hi, min(step) AS first_step,
          max(step) AS last_step, count(DISTINCT value) AS levels, count(*) AS n
   FROM lr GROUP BY series_id
-), floor AS (
+), above AS (
+  -- The last step above the floor; each subquery runs once per series (a correlated one
+  -- inside a WHERE would run once per row).
   SELECT s.*,
-         (SELECT min(step) FROM lr WHERE lr.series_id = s.series_id AND lr.step >
-            COALESCE((SELECT max(step) FROM lr WHERE lr.series_id = s.series_id
-                        AND lr.value > s.lo + 1e-9 * s.hi), -1)) AS floor_step,
+         (SELECT max(step) FROM lr WHERE lr.series_id = s.series_id AND lr.value > s.lo + 1e-9 * s.hi) AS last_above,
          (SELECT min(step) FROM lr WHERE lr.series_id = s.series_id AND lr.value = s.hi) AS peak_step,
-         (SELECT max(step) FROM role_points p WHERE p.run_id = :run_id) AS run_last
+         (SELECT max(last_step) FROM (SELECT max(p.step) AS last_step FROM run_roles rr JOIN scalars p
+            ON p.series_id = rr.series_id WHERE rr.run_id = :run_id GROUP BY rr.series_id)) AS run_last
   FROM s WHERE n >= 10
+), floor AS (
+  SELECT above.*, (SELECT min(step) FROM lr WHERE lr.series_id = above.series_id
+                     AND lr.step > COALESCE(above.last_above, -1)) AS floor_step
+  FROM above
 )
 SELECT series_id, floor_step AS onset_step, floor_step AS first_step, run_last AS last_step,
        'warning' AS severity,

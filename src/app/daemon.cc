@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "app/diagnose_worker.h"
 #include "app/ingest_worker.h"
 #include "app/sd_notify.h"
 #include "app/work_queue.h"
@@ -73,9 +74,14 @@ class Daemon {
         watchdog_timer_(io_),
         progress_timer_(io_),
         notifier_(Notifier::FromEnvironment()),
-        worker_(std::move(store), queue_, IngestOptions(cfg_)) {}
+        worker_(std::move(store), queue_, IngestOptions(cfg_)),
+        diagnoser_(cfg_.db_path, [this] { return worker_.counters().points.load(); }) {}
 
   int Run() {
+    if (Status st = diagnoser_.Configure(cfg_); !st.ok()) {
+      log::Error("configuration error: " + st.message());
+      return kExitConfig;
+    }
     log::Info("trainwatch daemon: watching " + Join(cfg_.roots, ", ") + "; store " +
               cfg_.db_path + "; rescan every " + std::to_string(cfg_.rescan_interval_ms) +
               " ms; inotify " + (cfg_.inotify ? "on" : "off"));
@@ -89,6 +95,7 @@ class Daemon {
     for (const auto& p : worker_.ActiveSourcePaths())
       snapshot_.files.emplace(p, watch::FileStat{-1, 0, 0, 0});
     writer_ = std::thread([this] { worker_.Run(); });
+    diagnoser_.Start();
 
     if (cfg_.inotify) StartInotify();
     Rescan();  // the initial scan: every known file resumes from its committed offset
@@ -100,6 +107,7 @@ class Daemon {
     io_.run();
 
     // Stopped: let the writer finish its current commit, then leave.
+    diagnoser_.Stop();
     worker_.RequestStop();
     queue_.Close();
     writer_.join();
@@ -270,6 +278,11 @@ class Daemon {
       notifier_.Send("READY=1\nSTATUS=reload rejected: " + next.status().message());
       return;
     }
+    if (Status st = diagnoser_.Configure(*next); !st.ok()) {
+      log::Error("reload rejected, keeping the running configuration: " + st.message());
+      notifier_.Send("READY=1\nSTATUS=reload rejected: " + st.message());
+      return;
+    }
     if (next->db_path != cfg_.db_path)
       log::Warning("reload: the store path changed to " + next->db_path +
                    "; that takes a restart (still writing " + cfg_.db_path + ")");
@@ -307,6 +320,7 @@ class Daemon {
   Notifier notifier_;
   WorkQueue queue_;
   IngestWorker worker_;
+  DiagnoseWorker diagnoser_;  // its own thread: rules, findings
   std::thread writer_;
   std::unique_ptr<watch::InotifyWatcher> watcher_;
   watch::Snapshot snapshot_;

@@ -3,7 +3,10 @@
 // Threads (docs/daemon.md has the whole picture):
 //   - the I/O thread (the main thread) runs the io_context: inotify, the rescan and watchdog
 //     timers, signals, sd_notify. It owns the watcher, the last rescan snapshot and the config.
-//   - the writer thread runs IngestWorker::Run and owns the only read-write store connection.
+//   - the writer thread runs IngestWorker::Run and owns the store connection that writes
+//     points, files and daemon state.
+//   - the diagnosis thread (DiagnoseWorker) reads on its own connection and writes only the
+//     findings tables.
 //   They share only the WorkQueue (paths) and IngestWorker's thread-safe setters/counters.
 #pragma once
 

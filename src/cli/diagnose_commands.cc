@@ -1,6 +1,7 @@
 // trainwatch diagnose | findings | roles: the diagnosis stage from the command line.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <set>
 
@@ -32,6 +33,7 @@ options:
   --rules-dir DIR   extra rules (*.sql), added to the built-ins (a same id replaces one)
   --set ID.PARAM=V  override one rule parameter (repeatable), e.g. loss_spikes.z=10
   --now SECONDS     evaluate as of this unix time (default: now; for stale-run checks)
+  --timing          also print the time each rule took (on stderr), for rule authors
   --help            this text
 
 exit status: 0 when it ran (whatever it found), 1 when the store or a rule failed to load,
@@ -102,7 +104,7 @@ Result<std::vector<int64_t>> RunsMatching(store::Db& db, const std::optional<std
 }  // namespace
 
 int CmdDiagnose(const Args& args) {
-  Flags f(args, {"db", "run", "format", "config", "rules-dir", "set", "now"}, {"help"});
+  Flags f(args, {"db", "run", "format", "config", "rules-dir", "set", "now"}, {"help", "timing"});
   if (f.Has("help")) return Usage(kDiagnoseHelp);
   if (!f.error().empty()) return Usage(kDiagnoseHelp, f.error());
   if (!f.Has("db")) return Usage(kDiagnoseHelp, "diagnose needs --db FILE");
@@ -136,6 +138,13 @@ int CmdDiagnose(const Args& args) {
     return 1;
   }
   std::cout << diagnose::RenderReport(*ev, (*engine)->db(), format);
+  if (f.Has("timing")) {
+    std::vector<std::pair<double, std::string>> by_cost;
+    for (const auto& [rule, secs] : ev->rule_seconds) by_cost.emplace_back(secs, rule);
+    std::sort(by_cost.rbegin(), by_cost.rend());
+    for (const auto& [secs, rule] : by_cost)
+      std::fprintf(stderr, "%9.3f s  %s\n", secs, rule.c_str());
+  }
   const bool config_error = std::any_of((*engine)->load_errors().begin(), (*engine)->load_errors().end(),
                                         [](const std::string& e) { return e.starts_with("config:"); });
   return config_error ? 1 : 0;

@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -52,9 +53,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   TW_RETURN_IF_ERROR(RegisterSqlFunctions(*e->db_));
   TW_RETURN_IF_ERROR(WriteRoleTable(*e->db_, RoleMap{}));  // rules prepare against it
 
-  std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
-  for (auto& r : all)
-    if (!e->options_.disabled.count(r.id)) e->rules_.push_back(std::move(r));
+  const std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
+  for (const auto& r : all)
+    if (!e->options_.disabled.count(r.id)) e->rules_.push_back(r);
   // Config that names a rule or parameter that does not exist is a typo worth reporting.
   for (const auto& [id, params] : e->options_.params) {
     auto rule = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; });
@@ -176,6 +177,12 @@ Status Engine::Finish(Observation* o, const Rule& r) {
 }
 
 Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, Evaluation* ev) {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Timer {
+    const std::chrono::steady_clock::time_point t0;
+    double& total;
+    ~Timer() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } timer{t0, ev->rule_seconds[p.rule->id]};
   store::Stmt& s = p.stmt;
   s.Reset();
   sqlite3_clear_bindings(s.raw());
@@ -188,7 +195,7 @@ Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, E
   const Rule& r = *p.rule;
   for (;;) {
     Result<bool> row = s.Step();
-    if (!row.ok()) return row.status();
+    if (!row.ok()) return cancel_ ? Internal("diagnosis cancelled") : row.status();
     if (!*row) break;
     Observation o;
     o.rule = r.id;
@@ -262,7 +269,13 @@ Verdict Engine::VerdictFor(int64_t run_id, const std::string& run, const std::ve
   return v;
 }
 
-Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now) {
+void Engine::Cancel() {
+  cancel_ = true;
+  sqlite3_interrupt(db_->raw());
+}
+
+Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all) {
+  if (cancel_) return Internal("diagnosis cancelled");
   Result<RoleMap> map = AssignRoles(*db_, patterns_, runs);
   if (!map.ok()) return map.status();
   TW_RETURN_IF_ERROR(WriteRoleTable(*db_, *map));
@@ -276,6 +289,10 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
   // A read transaction: every rule of a cycle sees the same snapshot of the store.
   TW_RETURN_IF_ERROR(db_->Exec("BEGIN"));
   for (int64_t run : map->subjects) {
+    if (cancel_) {
+      (void)db_->Exec("ROLLBACK");
+      return Internal("diagnosis cancelled");
+    }
     ev.examined.push_back(run);
     for (auto& p : prepared_) {
       if (p->rule->scope_all) continue;
@@ -283,12 +300,17 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
       if (!std::all_of(p->rule->roles.begin(), p->rule->roles.end(),
                        [&](const std::string& r) { return have.count(r); }))
         continue;
-      if (Status st = RunRule(*p, run, now, &ev); !st.ok())
+      if (Status st = RunRule(*p, run, now, &ev); !st.ok()) {
+        if (cancel_) {
+          (void)db_->Exec("ROLLBACK");
+          return st;
+        }
         ev.errors.push_back(p->rule->origin + ": run " + std::to_string(run) + ": " + st.message());
+      }
     }
   }
   for (auto& p : prepared_) {
-    if (!p->rule->scope_all) continue;
+    if (!p->rule->scope_all || !scope_all) continue;
     ev.all_scope_rules.insert(p->rule->id);
     if (Status st = RunRule(*p, std::nullopt, now, &ev); !st.ok())
       ev.errors.push_back(p->rule->origin + ": " + st.message());

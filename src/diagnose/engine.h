@@ -4,6 +4,7 @@
 // findings.h turns its observations into stored findings.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,6 +59,7 @@ struct Evaluation {
   std::vector<int64_t> examined;          // subject runs examined by scope-run rules
   std::set<std::string> all_scope_rules;  // rules that examined every run
   std::vector<std::string> errors;        // rules that failed on some run: "FILE: run X: why"
+  std::map<std::string, double> rule_seconds;  // time spent in each rule (rule authors' profile)
 };
 
 class Engine {
@@ -75,9 +77,13 @@ class Engine {
   // files' committed offsets and counts, one cheap query over `sources`.
   Result<std::vector<int64_t>> ChangedRuns();
 
-  // Evaluates the scope-run rules on `runs` (null: every run) and the scope-all rules on every
-  // run, as of `now` (unix seconds).
-  Result<Evaluation> Evaluate(const std::vector<int64_t>* runs, double now);
+  // Evaluates the scope-run rules on `runs` (null: every run) and, when `scope_all`, the
+  // scope-all rules on every run, as of `now` (unix seconds).
+  Result<Evaluation> Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all = true);
+
+  // Thread-safe: makes a running Evaluate stop soon (between rules, and inside a statement
+  // through sqlite3_interrupt) and return a kInternal "cancelled" status.
+  void Cancel();
 
   // The current role map of `runs` (null: all), for `trainwatch roles`.
   Result<RoleMap> Roles(const std::vector<int64_t>* runs);
@@ -96,6 +102,7 @@ class Engine {
   std::vector<std::string> load_errors_;
   std::vector<RolePattern> patterns_;
   std::map<int64_t, std::pair<int64_t, int64_t>> last_change_;  // run -> (offsets sum, files)
+  std::atomic<bool> cancel_{false};
 };
 
 }  // namespace tw::diagnose

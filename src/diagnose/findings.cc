@@ -42,8 +42,9 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
   std::map<int64_t, std::pair<std::string, std::string>> names;  // finding -> run, series
   {
     Result<store::Stmt> q = db.Prepare(
-        "SELECT finding_id, rule, run_id, series_id, state, severity, misses, run, series "
-        "FROM finding_list WHERE state != 'resolved'");
+        "SELECT f.finding_id, f.rule, f.run_id, f.series_id, f.state, f.severity, f.misses, r.name, "
+        "COALESCE(s.tag, '') FROM findings f JOIN runs r USING (run_id) "
+        "LEFT JOIN series s ON s.series_id = f.series_id WHERE f.state != 'resolved'");
     if (!q.ok()) return fail(q.status());
     for (;;) {
       Result<bool> row = q->Step();

@@ -1,0 +1,155 @@
+#include "app/diagnose_worker.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/log.h"
+
+namespace tw::app {
+
+namespace {
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Opens the engine for `config`; "config:" load errors are fatal, rule-file ones are logged.
+Result<std::unique_ptr<diagnose::Engine>> OpenEngine(const std::string& db, const Config& config) {
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, config.rules);
+  if (!engine.ok()) return engine.status();
+  for (const auto& e : (*engine)->load_errors()) {
+    if (e.starts_with("config:")) return InvalidArgument(config.origin + ": " + e.substr(8));
+    log::Error("diagnosis rule skipped: " + e);
+  }
+  return engine;
+}
+
+}  // namespace
+
+DiagnoseWorker::DiagnoseWorker(std::string db_path, std::function<int64_t()> points)
+    : db_path_(std::move(db_path)), points_(std::move(points)) {}
+
+DiagnoseWorker::~DiagnoseWorker() { Stop(); }
+
+Status DiagnoseWorker::Configure(const Config& config) {
+  if (!config.rules_enabled) {
+    std::lock_guard lock(mu_);
+    pending_ = config;
+    return Status::Ok();
+  }
+  // Check the rules load before accepting the configuration (a typo is refused, not half-applied).
+  Result<std::unique_ptr<diagnose::Engine>> probe = OpenEngine(db_path_, config);
+  if (!probe.ok()) return probe.status();
+  std::lock_guard lock(mu_);
+  pending_ = config;
+  return Status::Ok();
+}
+
+void DiagnoseWorker::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void DiagnoseWorker::Stop() {
+  stop_ = true;
+  {
+    std::lock_guard lock(engine_mu_);
+    if (engine_) engine_->Cancel();  // a long cycle must not hold up a shutdown
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void DiagnoseWorker::Loop() {
+  // Diagnosis yields the CPU to ingest and to the I/O thread: findings can wait a moment, a
+  // backfill should not. (Linux: nice applies per thread.)
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_cycle{}, last_all{};
+  Clock::duration last_cost{};
+  int64_t seen_points = -1;
+  while (!stop_) {
+    std::optional<Config> next;
+    {
+      std::lock_guard lock(mu_);
+      next.swap(pending_);
+    }
+    if (next) {
+      config_ = std::move(*next);
+      {
+        std::lock_guard lock(engine_mu_);
+        engine_.reset();
+      }
+      tracker_.reset();
+      seen_points = -1;  // re-examine everything under the new rules
+      if (config_.rules_enabled) {
+        Result<std::unique_ptr<diagnose::Engine>> e = OpenEngine(db_path_, config_);
+        Result<std::unique_ptr<diagnose::FindingTracker>> t = diagnose::FindingTracker::Open(db_path_);
+        if (e.ok() && t.ok()) {
+          std::lock_guard lock(engine_mu_);
+          engine_ = std::move(*e);
+          tracker_ = std::move(*t);
+          log::Info("diagnosis: " + std::to_string(engine_->rules().size()) + " rules loaded");
+        } else {
+          log::Error("diagnosis disabled: " + (e.ok() ? t.status() : e.status()).message());
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!engine_) continue;
+    const auto now = Clock::now();
+    const int64_t points = points_();
+    // While data keeps arriving (a backfill), cycles are at least 5x their own cost apart, so
+    // diagnosis takes a bounded share of the machine however large the runs are.
+    const auto gap = std::max<Clock::duration>(std::chrono::milliseconds(config_.rules_interval_ms),
+                                               5 * last_cost);
+    const bool data = points != seen_points && now - last_cycle >= gap;
+    const bool all = now - last_all >= std::chrono::milliseconds(config_.rules_all_interval_ms);
+    if (!data && !all) continue;
+    seen_points = points;
+    last_cycle = now;
+    if (all) last_all = now;
+    Cycle(all);
+    last_cost = Clock::now() - now;
+  }
+}
+
+void DiagnoseWorker::Cycle(bool scope_all) {
+  Result<std::vector<int64_t>> changed = engine_->ChangedRuns();
+  if (!changed.ok()) {
+    log::Warning("diagnosis: " + changed.status().message());
+    return;
+  }
+  if (changed->empty() && !scope_all) return;
+  Result<diagnose::Evaluation> ev = engine_->Evaluate(&*changed, WallNow(), scope_all);
+  if (!ev.ok()) {
+    if (!stop_) log::Warning("diagnosis: " + ev.status().message());
+    return;
+  }
+  for (const auto& e : ev->errors) log::Warning("diagnosis rule failed: " + e);
+  Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, WallNow());
+  if (!tr.ok()) {
+    log::Warning("diagnosis: cannot store findings: " + tr.status().message());
+    return;
+  }
+  cycles_++;
+  for (const auto& t : *tr) {
+    if (t.to == "pending") continue;  // said when it fires
+    if (t.from == "pending" && t.to == "resolved") continue;  // never fired: nothing to retract
+    const std::string where = t.run + (t.series.empty() ? "" : " (" + t.series + ")");
+    if (t.to == "resolved") {
+      log::Notice("finding resolved: " + t.rule + " on " + where);
+    } else {
+      const std::string line = std::string("finding ") + (t.from == "firing" ? "changed" : "firing") +
+                               ": [" + diagnose::SeverityName(t.severity) + "] " + t.rule + " on " +
+                               where + ": " + t.message;
+      if (t.severity == diagnose::Severity::kCritical) log::Error(line);
+      else if (t.severity == diagnose::Severity::kWarning) log::Warning(line);
+      else log::Notice(line);
+    }
+  }
+}
+
+}  // namespace tw::app

@@ -1,0 +1,478 @@
+// Diagnosis end to end on generated runs: event files written in PyTorch's style, ingested into
+// a real store, every rule evaluated by the engine. Each rule has a positive case (the
+// pathology, with its onset) and negative ones (a healthy run, and the traps the seeds warn
+// about). Curves are deterministic (fixed seeds) with realistic multiplicative noise.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "diagnose/engine.h"
+#include "diagnose/findings.h"
+#include "diagnose/report.h"
+#include "ingest/ingest.h"
+#include "store/store.h"
+#include "support/event_writer.h"
+#include "support/test_env.h"
+
+namespace tw::diagnose {
+namespace {
+
+using testing::EventFileWriter;
+using testing::SimpleScalarEvent;
+
+constexpr double kT0 = 1.7e9;  // wall time of step 0
+constexpr double kDt = 0.5;    // seconds per step
+
+using Curve = std::function<double(int64_t step)>;
+
+struct Tag {
+  std::string name;
+  Curve f;
+  int every = 1;  // log every N steps
+};
+
+// A healthy loss: a power-law decay to 0.3 with 3% multiplicative noise.
+double Healthy(int64_t t, std::mt19937& rng) {
+  std::normal_distribution<double> noise(0, 0.03);
+  return (0.3 + 2.0 * std::pow(1 + t / 200.0, -0.7)) * std::exp(noise(rng));
+}
+
+class DiagnoseTest : public ::testing::Test {
+ protected:
+  testing::TempDir dir_;
+  std::mt19937 rng_{42};
+
+  std::string Root() const { return dir_ / "logs"; }
+  std::string Db() const { return dir_ / "tw.db"; }
+
+  void WriteRun(const std::string& run, int64_t steps, const std::vector<Tag>& tags,
+                const std::vector<std::string>& extra_events = {}, double t0 = kT0) {
+    EventFileWriter w(Root() + "/" + run + "/" + testing::EventFileName(1700000000, "host", 1, 0));
+    w.Add(testing::FileVersionEvent(t0));
+    for (const auto& e : extra_events) w.Add(e);
+    for (int64_t s = 0; s < steps; ++s)
+      for (const auto& t : tags)
+        if (s % t.every == 0) w.Add(SimpleScalarEvent(t.name, s, t0 + s * kDt, static_cast<float>(t.f(s))));
+    w.Flush();
+  }
+
+  Curve HealthyLoss() {
+    return [this](int64_t t) { return Healthy(t, rng_); };
+  }
+
+  void Ingest() {
+    Result<std::unique_ptr<store::Store>> store = store::Store::Open(Db());
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ingest::Summary summary;
+    ASSERT_TRUE(ingest::IngestPaths(**store, {Root()}, {}, &summary).ok());
+  }
+
+  Evaluation Evaluate(EngineOptions options = {}, double now = kT0 + 1e6) {
+    Ingest();
+    Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), std::move(options));
+    EXPECT_TRUE(engine.ok()) << engine.status().message();
+    if (!engine.ok()) return {};
+    EXPECT_TRUE((*engine)->load_errors().empty()) << (*engine)->load_errors().front();
+    Result<Evaluation> ev = (*engine)->Evaluate(nullptr, now);
+    EXPECT_TRUE(ev.ok()) << ev.status().message();
+    for (const auto& e : ev->errors) ADD_FAILURE() << e;
+    return std::move(*ev);
+  }
+
+  // The unmuted observations of `rule` on `run`.
+  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule,
+                                     const std::string& run) {
+    std::vector<Observation> out;
+    for (const auto& o : ev.observations)
+      if (o.rule == rule && o.run == run && o.muted_by.empty()) out.push_back(o);
+    return out;
+  }
+  // Warnings or worse on `run` (what a healthy run must not have).
+  static std::vector<std::string> Alarms(const Evaluation& ev, const std::string& run) {
+    std::vector<std::string> out;
+    for (const auto& o : ev.observations)
+      if (o.run == run && o.muted_by.empty() && o.severity >= Severity::kWarning)
+        out.push_back(o.rule + ": " + o.message);
+    return out;
+  }
+  static std::string VerdictOf(const Evaluation& ev, const std::string& run) {
+    for (const auto& v : ev.verdicts)
+      if (v.run == run) return v.verdict;
+    return "?";
+  }
+};
+
+TEST_F(DiagnoseTest, HealthyRunIsQuietAndGetsAForecast) {
+  WriteRun("healthy", 3000,
+           {{"Loss/train", HealthyLoss()},
+            {"Loss/val", [this](int64_t t) { return 1.05 * Healthy(t, rng_); }, 100},
+            {"lr", [](int64_t t) { return 1e-3 * (0.55 + 0.45 * std::cos(M_PI * t / 3000.0)); }, 10},
+            {"grad_norm", [this](int64_t) { return 0.8 * std::exp(std::normal_distribution<>(0, 0.2)(rng_)); }, 10},
+            {"step_time", [this](int64_t) { return 0.12 * std::exp(std::normal_distribution<>(0, 0.05)(rng_)); }, 10},
+            {"memory", [this](int64_t) { return 4e9 + std::normal_distribution<>(0, 1e6)(rng_); }, 10}});
+  Evaluation ev = Evaluate();
+  EXPECT_EQ(Alarms(ev, "healthy"), std::vector<std::string>{});
+  EXPECT_EQ(VerdictOf(ev, "healthy"), "healthy");
+  ASSERT_EQ(ev.verdicts.size(), 1u);
+  EXPECT_NE(ev.verdicts[0].forecast.find("by step 5998 (if it runs twice as long)"), std::string::npos) << ev.verdicts[0].forecast;
+}
+
+TEST_F(DiagnoseTest, NanLossIsCriticalWithItsFirstStep) {
+  WriteRun("nan", 1000, {{"Loss/train", [this](int64_t t) { return t >= 700 ? NAN : Healthy(t, rng_); }}});
+  WriteRun("recovered", 1000, {{"Loss/train", [this](int64_t t) { return t == 300 ? INFINITY : Healthy(t, rng_); }}});
+  Evaluation ev = Evaluate();
+  auto nan = Of(ev, "non_finite_loss", "nan");
+  ASSERT_EQ(nan.size(), 1u);
+  EXPECT_EQ(nan[0].severity, Severity::kCritical);
+  EXPECT_EQ(nan[0].onset_step, 700);
+  EXPECT_NE(nan[0].message.find("NaN from step 700"), std::string::npos) << nan[0].message;
+  EXPECT_EQ(VerdictOf(ev, "nan"), "kill");
+  auto rec = Of(ev, "non_finite_loss", "recovered");
+  ASSERT_EQ(rec.size(), 1u);
+  EXPECT_EQ(rec[0].severity, Severity::kWarning);  // came back: not the run's death
+  EXPECT_NE(rec[0].message.find("+Inf from step 300"), std::string::npos) << rec[0].message;
+}
+
+TEST_F(DiagnoseTest, MaskedNanInGradNormWithFiniteLoss) {
+  WriteRun("masked", 600, {{"train/loss", HealthyLoss(), 10},
+                           {"train/grad_norm", [](int64_t t) { return t >= 400 ? NAN : 1.0; }, 10}});
+  WriteRun("one_inf", 600, {{"train/loss", HealthyLoss(), 10},
+                            {"train/grad_norm", [](int64_t t) { return t == 20 ? INFINITY : 1.0; }, 10}});
+  Evaluation ev = Evaluate();
+  ASSERT_EQ(Of(ev, "non_finite_loss", "masked").size(), 1u);
+  EXPECT_EQ(Of(ev, "non_finite_loss", "masked")[0].onset_step, 400);
+  // One overflow early on, as fp16 loss scaling produces: not a finding.
+  EXPECT_TRUE(Of(ev, "non_finite_loss", "one_inf").empty());
+}
+
+TEST_F(DiagnoseTest, DivergenceFiresOnAPersistentRiseNotOnASpike) {
+  WriteRun("diverging", 2000, {{"loss", [this](int64_t t) {
+                                  return Healthy(t, rng_) * (t > 1200 ? std::exp((t - 1200) / 250.0) : 1.0);
+                                }}});
+  WriteRun("one_spike", 2000, {{"loss", [this](int64_t t) {
+                                  return Healthy(t, rng_) * (t >= 1200 && t < 1205 ? 3.0 : 1.0);
+                                }}});
+  Evaluation ev = Evaluate();
+  auto d = Of(ev, "loss_divergence", "diverging");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].severity, Severity::kCritical);
+  EXPECT_NEAR(static_cast<double>(*d[0].onset_step), 1200, 0.05 * 2000);
+  EXPECT_TRUE(Of(ev, "loss_divergence", "one_spike").empty());
+  EXPECT_EQ(Alarms(ev, "one_spike"), std::vector<std::string>{});  // a spike that recovers is fine
+}
+
+TEST_F(DiagnoseTest, RecurringSpikesFireIsolatedOnesStayQuiet) {
+  WriteRun("recurring", 3000, {{"loss", [this](int64_t t) {
+                                  return Healthy(t, rng_) * (t >= 1000 && t % 150 == 0 ? 4.0 : 1.0);
+                                }}});
+  WriteRun("isolated", 3000, {{"loss", [this](int64_t t) {
+                                 return Healthy(t, rng_) * (t == 800 || t == 2100 ? 2.5 : 1.0);
+                               }}});
+  Evaluation ev = Evaluate();
+  auto r = Of(ev, "loss_spikes", "recurring");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].onset_step, 1050);  // the first spike after the trailing window fills
+  EXPECT_TRUE(Of(ev, "loss_spikes", "isolated").empty());
+}
+
+TEST_F(DiagnoseTest, PlateauAfterADropButNotWhileLrIsAtItsFloor) {
+  auto plateau = [this](int64_t t) {
+    return (t < 800 ? Healthy(t, rng_) : 0.3 + 2.0 * std::pow(1 + 800 / 200.0, -0.7)) *
+           std::exp(std::normal_distribution<>(0, 0.03)(rng_));
+  };
+  WriteRun("plateau", 3000, {{"loss", plateau}, {"lr", [](int64_t) { return 1e-3; }, 10}});
+  WriteRun("lr_floor", 3000, {{"loss", plateau},
+                              {"lr", [](int64_t t) { return t < 800 ? 1e-3 * (1 - t / 800.0) + 1e-7 : 1e-7; }, 10}});
+  Evaluation ev = Evaluate();
+  auto p = Of(ev, "loss_plateau", "plateau");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(*p[0].onset_step), 800, 0.1 * 3000);
+  EXPECT_TRUE(Of(ev, "loss_plateau", "lr_floor").empty());
+  auto lr = Of(ev, "lr_schedule_misaligned", "lr_floor");
+  ASSERT_EQ(lr.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(*lr[0].onset_step), 800, 20);
+}
+
+TEST_F(DiagnoseTest, ConstantLossIsCaught) {
+  WriteRun("constant", 500, {{"loss", [this](int64_t t) { return t < 100 ? Healthy(t, rng_) : 2.302585; }}});
+  Evaluation ev = Evaluate();
+  auto c = Of(ev, "loss_constant", "constant");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].onset_step, 100);
+  EXPECT_TRUE(Of(ev, "loss_plateau", "constant").empty()) << "muted by loss_constant";
+}
+
+TEST_F(DiagnoseTest, OverfittingReportsTheBestValidationStep) {
+  auto val = [](int64_t t) { return t <= 1000 ? 1.0 - 0.3 * t / 1000.0 : 0.7 + 0.2 * (t - 1000) / 1000.0; };
+  WriteRun("overfit", 2000, {{"Loss/train", HealthyLoss()}, {"Loss/val", val, 100}});
+  // Validation flat and noisy after its best: a stall (info), not overfitting.
+  WriteRun("stall", 2000, {{"Loss/train", HealthyLoss()},
+                           {"Loss/val", [this](int64_t t) {
+                              return (t <= 1000 ? 1.0 - 0.3 * t / 1000.0 : 0.7) *
+                                     (1 + 0.01 * std::normal_distribution<>(0, 1)(rng_));
+                            }, 100}});
+  Evaluation ev = Evaluate();
+  auto o = Of(ev, "overfitting", "overfit");
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].onset_step, 1000);
+  EXPECT_NE(o[0].message.find("step 1000"), std::string::npos);
+  EXPECT_TRUE(Of(ev, "overfitting", "stall").empty());
+  EXPECT_EQ(Alarms(ev, "stall"), std::vector<std::string>{});
+}
+
+TEST_F(DiagnoseTest, ValidationIdenticalAtEveryEvaluation) {
+  WriteRun("frozen_eval", 1000, {{"Loss/train", HealthyLoss()}, {"Loss/val", [](int64_t) { return 2.3; }, 100}});
+  Evaluation ev = Evaluate();
+  ASSERT_EQ(Of(ev, "val_constant", "frozen_eval").size(), 1u);
+}
+
+TEST_F(DiagnoseTest, MemoryGrowthAndStepTimeCreep) {
+  WriteRun("leak", 2000, {{"loss", HealthyLoss()},
+                          {"memory", [this](int64_t t) { return 2e9 + 1e6 * t + std::normal_distribution<>(0, 5e6)(rng_); }, 10},
+                          {"step_time", [this](int64_t t) {
+                             return (0.1 + 0.0002 * t) * std::exp(std::normal_distribution<>(0, 0.05)(rng_));
+                           }, 10}});
+  Evaluation ev = Evaluate();
+  EXPECT_EQ(Of(ev, "memory_growth", "leak").size(), 1u);
+  EXPECT_EQ(Of(ev, "step_time_creep", "leak").size(), 1u);
+}
+
+TEST_F(DiagnoseTest, EpochBoundaryJumps) {
+  // 100 steps per epoch, the loss resets upward at each boundary (an unshuffled, sorted dataset).
+  WriteRun("jumps", 1500, {{"loss", [this](int64_t t) { return (0.6 + 0.004 * (100 - t % 100)) * std::exp(std::normal_distribution<>(0, 0.01)(rng_)); }},
+                           {"epoch", [](int64_t t) { return static_cast<double>(t / 100); }, 10}});
+  WriteRun("smooth", 1500, {{"loss", HealthyLoss()}, {"epoch", [](int64_t t) { return static_cast<double>(t / 100); }, 10}});
+  Evaluation ev = Evaluate();
+  auto j = Of(ev, "epoch_boundary_jumps", "jumps");
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0].onset_step, 100);
+  EXPECT_TRUE(Of(ev, "epoch_boundary_jumps", "smooth").empty());
+}
+
+TEST_F(DiagnoseTest, ClipSaturationUsesTheHparamThreshold) {
+  const std::vector<std::string> hp = {
+      testing::HParamsStartEvent(kT0, {{"max_grad_norm", 0.01}, {"lr", 1e-3}}, false)};
+  WriteRun("clipped", 1000, {{"loss", HealthyLoss()}, {"grad_norm", [](int64_t) { return 1.0; }, 5}}, hp);
+  WriteRun("fine", 1000, {{"loss", HealthyLoss()}, {"grad_norm", [](int64_t) { return 0.005; }, 5}}, hp);
+  Evaluation ev = Evaluate();
+  ASSERT_EQ(Of(ev, "grad_clip_saturation", "clipped").size(), 1u);
+  EXPECT_NE(Of(ev, "grad_clip_saturation", "clipped")[0].message.find("threshold 0.01"), std::string::npos);
+  EXPECT_TRUE(Of(ev, "grad_clip_saturation", "fine").empty());
+}
+
+TEST_F(DiagnoseTest, StaleRunOnlyWithinTheHorizonAndWithoutACleanEnd) {
+  const double now = kT0 + 1e5;
+  WriteRun("hung", 400, {{"loss", HealthyLoss()}}, {}, now - 3600 - 400 * kDt);  // silent 1 h
+  WriteRun("live", 400, {{"loss", HealthyLoss()}}, {}, now - 10 - 400 * kDt);    // 10 s ago
+  WriteRun("ancient", 400, {{"loss", HealthyLoss()}}, {}, now - 30 * 86400.0);   // history
+  Evaluation ev = Evaluate({}, now);
+  EXPECT_EQ(Of(ev, "stale_run", "hung").size(), 1u);
+  EXPECT_TRUE(Of(ev, "stale_run", "live").empty());
+  EXPECT_TRUE(Of(ev, "stale_run", "ancient").empty());
+}
+
+TEST_F(DiagnoseTest, ThresholdsComeFromConfig) {
+  WriteRun("spiky", 3000, {{"loss", [this](int64_t t) {
+                              return Healthy(t, rng_) * (t >= 1000 && t % 150 == 0 ? 4.0 : 1.0);
+                            }}});
+  EngineOptions strict;
+  strict.params["loss_spikes"]["min_count"] = 1000;
+  EXPECT_TRUE(Of(Evaluate(strict), "loss_spikes", "spiky").empty());
+  EngineOptions off;
+  off.disabled.insert("loss_spikes");
+  EXPECT_TRUE(Of(Evaluate(off), "loss_spikes", "spiky").empty());
+  EXPECT_EQ(Of(Evaluate(), "loss_spikes", "spiky").size(), 1u);
+}
+
+TEST_F(DiagnoseTest, ConfigTyposAreReported) {
+  WriteRun("r", 100, {{"loss", HealthyLoss()}});
+  Ingest();
+  EngineOptions o;
+  o.params["loss_spikez"]["z"] = 3;
+  o.params["loss_spikes"]["zz"] = 3;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), o);
+  ASSERT_TRUE(engine.ok());
+  const auto& errors = (*engine)->load_errors();
+  ASSERT_EQ(errors.size(), 2u);
+  const std::string all = errors[0] + "\n" + errors[1];
+  EXPECT_NE(all.find("config: [rules.loss_spikez]: no rule has this id"), std::string::npos) << all;
+  EXPECT_NE(all.find("config: [rules.loss_spikes]: rule loss_spikes has no parameter 'zz'"), std::string::npos) << all;
+}
+
+TEST_F(DiagnoseTest, UserRulesRunAndBrokenOnesAreSkippedWithTheirFile) {
+  WriteRun("r", 300, {{"loss", HealthyLoss()}});
+  const std::string rules = dir_ / "rules";
+  testing::WriteFile(rules + "/long_run.sql",
+                     "-- id: long_run\n-- title: Long run\n-- severity: info\n-- roles: train_loss\n"
+                     "-- param min_steps = 100: steps\n"
+                     "SELECT series_id, 'ran ' || max(step) || ' steps' AS message FROM role_points\n"
+                     "WHERE run_id = :run_id AND role = 'train_loss' GROUP BY series_id HAVING max(step) >= :min_steps\n");
+  testing::WriteFile(rules + "/broken.sql", "-- id: broken\nSELECT nope FROM nowhere\n");
+  testing::WriteFile(rules + "/writer.sql", "-- id: writer\nDELETE FROM temp.run_roles\n");
+  testing::WriteFile(rules + "/noheader.sql", "SELECT 1 AS message\n");
+  Ingest();
+  EngineOptions o;
+  o.rules_dir = rules;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), o);
+  ASSERT_TRUE(engine.ok());
+  std::string all;
+  for (const auto& e : (*engine)->load_errors()) all += e + "\n";
+  EXPECT_NE(all.find("broken.sql: "), std::string::npos) << all;
+  EXPECT_NE(all.find("no such table: nowhere"), std::string::npos) << all;
+  EXPECT_NE(all.find("writer.sql: a rule must only read"), std::string::npos) << all;
+  EXPECT_NE(all.find("noheader.sql: the header has no '-- id:' line"), std::string::npos) << all;
+  Result<Evaluation> ev = (*engine)->Evaluate(nullptr, kT0);
+  ASSERT_TRUE(ev.ok());
+  auto mine = Of(*ev, "long_run", "r");
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0].message, "ran 299 steps");
+}
+
+TEST_F(DiagnoseTest, OnlyRunsWithNewDataAreReexamined) {
+  WriteRun("a", 200, {{"loss", HealthyLoss()}});
+  WriteRun("b", 200, {{"loss", HealthyLoss()}});
+  Ingest();
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), {});
+  ASSERT_TRUE(engine.ok());
+  Result<std::vector<int64_t>> first = (*engine)->ChangedRuns();
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->size(), 2u);
+  EXPECT_TRUE((*engine)->ChangedRuns()->empty()) << "nothing new: nothing to examine";
+  // Run b grows; only b is dirty.
+  EventFileWriter more(Root() + "/b/" + testing::EventFileName(1700000001, "host", 1, 1));
+  more.Add(testing::FileVersionEvent(kT0 + 500));
+  more.Add(SimpleScalarEvent("loss", 200, kT0 + 500, 0.5f));
+  more.Flush();
+  Ingest();
+  Result<std::vector<int64_t>> next = (*engine)->ChangedRuns();
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->size(), 1u);
+  Result<Evaluation> ev = (*engine)->Evaluate(&*next, kT0);
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->examined.size(), 1u);
+  EXPECT_EQ(ev->verdicts[0].run, "b");
+}
+
+TEST_F(DiagnoseTest, ALongEvaluationCanBeCancelled) {
+  WriteRun("r", 100, {{"loss", HealthyLoss()}});
+  const std::string rules = dir_ / "rules";
+  // About a minute of work for SQLite: only a cancel ends it in time.
+  testing::WriteFile(rules + "/slow.sql",
+                     "-- id: slow\n-- roles: train_loss\n"
+                     "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 2000000000)\n"
+                     "SELECT 'done' AS message FROM (SELECT count(*) FROM c)\n");
+  Ingest();
+  EngineOptions o;
+  o.rules_dir = rules;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), o);
+  ASSERT_TRUE(engine.ok());
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (*engine)->Cancel();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<Evaluation> ev = (*engine)->Evaluate(nullptr, kT0);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  canceller.join();
+  ASSERT_FALSE(ev.ok());
+  EXPECT_NE(ev.status().message().find("cancelled"), std::string::npos) << ev.status().message();
+  EXPECT_LT(took, 10.0);
+}
+
+TEST_F(DiagnoseTest, KerasSiblingRunsArePairedIntoOneExperiment) {
+  WriteRun("fit/train", 30, {{"epoch_loss", [](int64_t t) { return 1.0 / (1 + t); }}});
+  WriteRun("fit/validation", 30, {{"epoch_loss", [](int64_t t) { return t <= 10 ? 1.0 - 0.03 * t : 0.7 + 0.02 * (t - 10); }}});
+  Evaluation ev = Evaluate();
+  ASSERT_EQ(ev.verdicts.size(), 1u) << "the validation run is not diagnosed on its own";
+  EXPECT_EQ(ev.verdicts[0].run, "fit/train");
+  auto o = Of(ev, "overfitting", "fit/train");
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].onset_step, 10);
+}
+
+TEST_F(DiagnoseTest, JsonReportKeepsItsContract) {
+  WriteRun("nan", 300, {{"loss", [this](int64_t t) { return t >= 200 ? NAN : Healthy(t, rng_); }}});
+  Ingest();
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), {});
+  ASSERT_TRUE(engine.ok());
+  Result<Evaluation> ev = (*engine)->Evaluate(nullptr, kT0);
+  ASSERT_TRUE(ev.ok());
+  const std::string json = RenderReport(*ev, (*engine)->db(), ReportFormat::kJson);
+  // Parsed back by SQLite's JSON functions: each contract field is there, with its value.
+  Result<store::Stmt> q = (*engine)->db().Prepare(
+      "SELECT json_extract(value, '$.rule'), json_extract(value, '$.severity'), json_extract(value, '$.run'), "
+      "json_extract(value, '$.series'), json_extract(value, '$.state'), json_extract(value, '$.onset_step'), "
+      "json_extract(value, '$.first_step'), json_extract(value, '$.last_step'), json_extract(value, '$.message'), "
+      "json_extract(value, '$.evidence.first_non_finite_step') FROM json_each(?)");
+  ASSERT_TRUE(q.ok());
+  q->Bind(1, json);
+  ASSERT_TRUE(*q->Step()) << json;
+  EXPECT_EQ(q->Text(0), "non_finite_loss");
+  EXPECT_EQ(q->Text(1), "critical");
+  EXPECT_EQ(q->Text(2), "nan");
+  EXPECT_EQ(q->Text(3), "loss");
+  EXPECT_EQ(q->Text(4), "firing");
+  EXPECT_EQ(q->Int(5), 200);
+  EXPECT_EQ(q->Int(6), 200);
+  EXPECT_EQ(q->Int(7), 299);
+  EXPECT_FALSE(q->Text(8).empty());
+  EXPECT_EQ(q->Int(9), 200);
+}
+
+// The lifecycle: pending until held for the rule's `for`, firing, resolved after two clean
+// evaluations, and left alone while muted.
+TEST(FindingTrackerTest, PendingFiringResolvedAndMuted) {
+  testing::TempDir dir;
+  const std::string db = dir / "tw.db";
+  {
+    Result<std::unique_ptr<store::Store>> s = store::Store::Open(db);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->db().Exec("INSERT INTO runs(run_id, root, name, first_seen) VALUES (1, '/r', 'a', 0)").ok());
+  }
+  Result<std::unique_ptr<FindingTracker>> t = FindingTracker::Open(db, 2);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto obs = [](bool pending, std::string muted = "") {
+    Observation o;
+    o.rule = "loss_spikes";
+    o.run_id = 1;
+    o.run = "a";
+    o.severity = Severity::kWarning;
+    o.message = "spikes";
+    o.pending = pending;
+    o.muted_by = std::move(muted);
+    return o;
+  };
+  auto apply = [&](std::vector<Observation> os) {
+    Evaluation ev;
+    ev.observations = std::move(os);
+    ev.examined = {1};
+    Result<std::vector<Transition>> tr = (*t)->Apply(ev, 100);
+    EXPECT_TRUE(tr.ok()) << tr.status().message();
+    std::string s;
+    for (const auto& x : *tr) s += x.from + ">" + x.to + " ";
+    return s;
+  };
+  EXPECT_EQ(apply({obs(true)}), ">pending ");
+  EXPECT_EQ(apply({obs(true)}), "");
+  EXPECT_EQ(apply({obs(false)}), "pending>firing ");
+  EXPECT_EQ(apply({obs(false)}), "");
+  EXPECT_EQ(apply({}), "") << "one clean evaluation is not enough (flapping)";
+  EXPECT_EQ(apply({obs(false)}), "") << "seen again: the miss count resets";
+  EXPECT_EQ(apply({}), "");
+  EXPECT_EQ(apply({obs(false, "non_finite_loss")}), "") << "muted: neither fires nor resolves";
+  EXPECT_EQ(apply({}), "");
+  EXPECT_EQ(apply({}), "firing>resolved ");
+  EXPECT_EQ(apply({obs(false)}), "resolved>firing ");
+  Result<std::unique_ptr<store::Db>> ro = store::OpenReadOnly(db);
+  ASSERT_TRUE(ro.ok());
+  Result<store::Stmt> q = (*ro)->Prepare("SELECT count(*) FROM finding_transitions");
+  ASSERT_TRUE(q.ok() && *q->Step());
+  EXPECT_EQ(q->Int(0), 4);
+}
+
+}  // namespace
+}  // namespace tw::diagnose
