@@ -253,6 +253,80 @@ TEST_F(DiagnoseTest, EpochBoundaryJumps) {
   EXPECT_TRUE(Of(ev, "epoch_boundary_jumps", "smooth").empty());
 }
 
+TEST_F(DiagnoseTest, EpochBoundaryJumpsWithoutAnEpochTagFromThePeriod) {
+  WriteRun("jumps", 1500, {{"loss", [this](int64_t t) { return (0.6 + 0.004 * (100 - t % 100)) * std::exp(std::normal_distribution<>(0, 0.01)(rng_)); }}});
+  Evaluation ev = Evaluate();
+  auto j = Of(ev, "epoch_boundary_jumps", "jumps");
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_NE(j[0].message.find("inferred from the curve's period, 100 steps"), std::string::npos) << j[0].message;
+  EXPECT_EQ(*j[0].onset_step % 100, 0) << "boundaries in phase with the sawtooth";
+}
+
+TEST_F(DiagnoseTest, OscillationIsNotNoise) {
+  // Swings of 3x with a period of 40 steps around a flat level, versus 30% iid noise.
+  WriteRun("swinging", 2000, {{"loss", [this](int64_t t) {
+                                 return (t < 300 ? Healthy(t, rng_) : 1.0) *
+                                        std::exp(0.55 * std::sin(2 * M_PI * t / 40.0) + std::normal_distribution<>(0, 0.05)(rng_));
+                               }}});
+  WriteRun("noisy", 2000, {{"loss", [this](int64_t t) {
+                              return (0.3 + 2.0 * std::pow(1 + t / 200.0, -0.7)) * std::exp(std::normal_distribution<>(0, 0.3)(rng_));
+                            }}});
+  Evaluation ev = Evaluate();
+  EXPECT_EQ(Of(ev, "loss_oscillation", "swinging").size(), 1u);
+  EXPECT_TRUE(Of(ev, "loss_oscillation", "noisy").empty());
+  EXPECT_EQ(Alarms(ev, "noisy"), std::vector<std::string>{});
+}
+
+TEST_F(DiagnoseTest, LayerGradients) {
+  WriteRun("vanishing", 500, {{"loss", HealthyLoss()},
+                              {"grad_norm/layer0", [](int64_t) { return 2e-8; }, 10},
+                              {"grad_norm/layer5", [](int64_t) { return 5e-4; }, 10},
+                              {"grad_norm/layer9", [](int64_t) { return 0.3; }, 10}});
+  WriteRun("dead", 500, {{"loss", HealthyLoss()},
+                         {"grad_norm/embed", [](int64_t) { return 0.0; }, 10},
+                         {"grad_norm/head", [](int64_t) { return 0.2; }, 10}});
+  WriteRun("fine", 500, {{"loss", HealthyLoss()},
+                         {"grad_norm/a", [](int64_t) { return 0.05; }, 10},
+                         {"grad_norm/b", [](int64_t) { return 0.4; }, 10}});
+  Evaluation ev = Evaluate();
+  ASSERT_EQ(Of(ev, "grad_vanishing", "vanishing").size(), 1u);
+  EXPECT_EQ(Of(ev, "grad_vanishing", "vanishing")[0].series, "grad_norm/layer0");
+  auto dead = Of(ev, "layer_grad_imbalance", "dead");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].series, "grad_norm/embed");
+  EXPECT_EQ(Alarms(ev, "fine"), std::vector<std::string>{});
+}
+
+TEST_F(DiagnoseTest, WeightNormAndUpdateRatio) {
+  WriteRun("runaway", 1000, {{"loss", HealthyLoss()},
+                             {"weight_norm", [](int64_t t) { return 10.0 * std::exp(t / 300.0); }, 10},
+                             {"update_ratio", [](int64_t) { return 0.2; }, 10}});
+  WriteRun("steady", 1000, {{"loss", HealthyLoss()},
+                            {"weight_norm", [](int64_t t) { return 10.0 + 2.0 * t / 1000.0; }, 10},
+                            {"update_ratio", [](int64_t) { return 1e-3; }, 10}});
+  Evaluation ev = Evaluate();
+  EXPECT_EQ(Of(ev, "weight_norm_runaway", "runaway").size(), 1u);
+  EXPECT_EQ(Of(ev, "update_ratio_off", "runaway").size(), 1u);
+  EXPECT_EQ(Alarms(ev, "steady"), std::vector<std::string>{});
+}
+
+TEST_F(DiagnoseTest, GrokkingIsInformationNotAProblem) {
+  // Train loss near zero early; validation flat at 4.5 until 60% of the run, then falls.
+  WriteRun("grok", 5000, {{"Loss/train", [this](int64_t t) {
+                             return (4.6 * std::exp(-t / 150.0) + 1e-3) * std::exp(std::normal_distribution<>(0, 0.05)(rng_));
+                           }, 10},
+                          {"Loss/val", [this](int64_t t) {
+                             return (t < 3000 ? 4.5 : 4.5 * std::exp(-(t - 3000) / 300.0) + 0.05) *
+                                    (1 + 0.01 * std::normal_distribution<>(0, 1)(rng_));
+                           }, 100}});
+  Evaluation ev = Evaluate();
+  auto g = Of(ev, "grokking", "grok");
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].severity, Severity::kInfo);
+  EXPECT_NEAR(static_cast<double>(*g[0].onset_step), 3000, 0.05 * 5000);
+  EXPECT_EQ(Alarms(ev, "grok"), std::vector<std::string>{});
+}
+
 TEST_F(DiagnoseTest, ClipSaturationUsesTheHparamThreshold) {
   const std::vector<std::string> hp = {
       testing::HParamsStartEvent(kT0, {{"max_grad_norm", 0.01}, {"lr", 1e-3}}, false)};

@@ -27,8 +27,9 @@ WITH lr AS (
   SELECT s.*,
          (SELECT max(step) FROM lr WHERE lr.series_id = s.series_id AND lr.value > s.lo + 1e-9 * s.hi) AS last_above,
          (SELECT min(step) FROM lr WHERE lr.series_id = s.series_id AND lr.value = s.hi) AS peak_step,
-         (SELECT max(last_step) FROM (SELECT max(p.step) AS last_step FROM run_roles rr JOIN scalars p
-            ON p.series_id = rr.series_id WHERE rr.run_id = :run_id GROUP BY rr.series_id)) AS run_last
+         -- The run's end as the LR series sees it: its own last point. (Other series of the
+         -- directory may come from another writer sharing it, e.g. several HF Trainer runs.)
+         s.last_step AS run_last
   FROM s WHERE n >= 10
 ), floor AS (
   SELECT above.*, (SELECT min(step) FROM lr WHERE lr.series_id = above.series_id

@@ -241,6 +241,28 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
   ResultJson(ctx, j);
 }
 
+// Swings of a curve around its own level: the log curve smoothed by a short rolling median
+// (iid noise shrinks, swings that last several points stay), then the spread between its 10th
+// and 90th percentiles as a ratio, and how often it crosses its median.
+void SwingsFinal(Acc& a, sqlite3_context* ctx) {
+  const size_t w = static_cast<size_t>(std::max(1.0, Arg(a, 0, 5)));
+  Series s = Sorted(a, true);
+  Json j;
+  j.Num("n", static_cast<double>(s.value.size())).Bool("log", s.log);
+  if (s.value.size() >= 4 * w && s.value.size() >= 10) {
+    std::vector<double> sm = RollingMedian(s.value, w);
+    sm.erase(sm.begin(), sm.begin() + static_cast<std::ptrdiff_t>(w - 1));
+    const double med = stats::Median(sm);
+    int64_t crossings = 0;
+    for (size_t i = 1; i < sm.size(); ++i) crossings += (sm[i - 1] - med) * (sm[i] - med) < 0;
+    const double q10 = stats::Quantile(sm, 0.1), q90 = stats::Quantile(sm, 0.9);
+    j.Num("ratio", s.log ? std::exp(q90 - q10) : (q10 > 0 ? q90 / q10 : NAN))
+        .Num("level", Back(s, med)).Num("crossings", static_cast<double>(crossings))
+        .Num("mk_z", stats::MannKendallZ(s.value));
+  }
+  ResultJson(ctx, j);
+}
+
 void BestFinal(Acc& a, sqlite3_context* ctx) {
   Series s = Sorted(a, false);
   stats::BestSoFar b = stats::BestSoFarMin(s.value, Arg(a, 0, 1e-3));
@@ -321,7 +343,19 @@ void PeriodFinal(Acc& a, sqlite3_context* ctx) {
       .Num("strength", p.strength);
   if (p.period > 0 && s.step.size() >= 2) {
     const double gap = (s.step.back() - s.step.front()) / static_cast<double>(s.step.size() - 1);
-    j.Num("period_steps", p.period * gap);
+    // The phase: where in the period the curve rises most (mean difference by position), i.e.
+    // where a sawtooth's boundary falls. Reported as the first such step.
+    std::vector<double> rise(static_cast<size_t>(p.period), 0), count(static_cast<size_t>(p.period), 0);
+    for (size_t i = 1; i < s.value.size(); ++i) {
+      rise[i % rise.size()] += s.value[i] - s.value[i - 1];
+      count[i % rise.size()] += 1;
+    }
+    size_t best = 0;
+    for (size_t k = 0; k < rise.size(); ++k)
+      if (count[k] > 0 && rise[k] / count[k] > rise[best] / std::max(1.0, count[best])) best = k;
+    // Position 0's first difference is at index `period` (differences start at index 1);
+    // DominantPeriod keeps period <= n / 3, so that index exists.
+    j.Num("period_steps", p.period * gap).Num("phase_step", s.step[best == 0 ? rise.size() : best]);
   }
   ResultJson(ctx, j);
 }
@@ -398,6 +432,7 @@ const Def kDefs[] = {
     {"tw_spikes", 5, true, FinalFn<SpikesFinal>},
     {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},
     {"tw_best", 3, true, FinalFn<BestFinal>},
+    {"tw_swings", 3, true, FinalFn<SwingsFinal>},
     {"tw_boundary_jumps", 5, true, FinalFn<BoundaryJumpsFinal>},
     {"tw_period", 4, true, FinalFn<PeriodFinal>},
     {"tw_powerlaw", 3, true, FinalFn<PowerLawFinal>},

@@ -1,0 +1,37 @@
+-- id: loss_oscillation
+-- title: Loss swings widely without converging
+-- severity: warning
+-- roles: train_loss
+-- inhibited_by: non_finite_loss, loss_divergence, loss_spikes, epoch_boundary_jumps
+-- cause: The learning rate is too high for the loss surface (the optimizer bounces across a
+--   valley instead of descending it), or the batch is too small for this learning rate.
+-- fix: Halve the learning rate (or use a decay schedule), double the batch size, or both; with
+--   Adam, a lower beta2 (0.95) damps swings in non-stationary phases.
+-- param tail_frac = 0.3: the most recent part of the run examined
+-- param smooth = 5: points in the rolling median that removes step-to-step noise
+-- param min_ratio = 2: the smoothed curve's 90th over 10th percentile, at least
+-- param min_crossings = 6: times the smoothed curve crosses its median, at least
+-- param trend_z = 2.5: no decreasing trend: Mann–Kendall z above -trend_z
+-- param min_points = 60: points in the examined part
+--
+-- Noise is not oscillation: the short rolling median shrinks step-to-step noise, so what is
+-- left spread over a 2x range, repeatedly crossing its own level, is swinging.
+WITH span AS (
+  SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
+), t AS (
+  SELECT series_id, tag, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
+         tw_swings(step, value, :smooth) AS j
+  FROM role_points, span WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+    AND step >= span.hi - :tail_frac * (span.hi - span.lo)
+  GROUP BY series_id
+)
+SELECT series_id, first_step AS onset_step, first_step, last_step,
+       tag || ' swings over a ' || printf('%.1f', json_extract(j, '$.ratio')) || 'x range around ' ||
+         printf('%.4g', json_extract(j, '$.level')) || ' (10th to 90th percentile, smoothed over ' || :smooth ||
+         ' points), crossing that level ' || json_extract(j, '$.crossings') || ' times since step ' || first_step ||
+         ', without a downward trend (z ' || printf('%.1f', json_extract(j, '$.mk_z')) || ')' AS message,
+       json_object('series', tag, 'swing_ratio', json_extract(j, '$.ratio'), 'level', json_extract(j, '$.level'),
+                   'crossings', json_extract(j, '$.crossings'), 'trend_z', json_extract(j, '$.mk_z')) AS evidence
+FROM t
+WHERE n >= :min_points AND json_extract(j, '$.log') = 1 AND json_extract(j, '$.ratio') >= :min_ratio
+  AND json_extract(j, '$.crossings') >= :min_crossings AND json_extract(j, '$.mk_z') > -:trend_z
