@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: build trainwatch, write the bundled example logdir (a
 # few realistic runs, one of them sick), and run the daemon on it with its store in
-# ./trainwatch.db and its log on the console, while a live run grows beside the others.
+# ./trainwatch.db and its log on the console, while a live run grows beside the others. The
+# daemon's diagnosis logs findings as they fire; the periodic summary adds `trainwatch findings`.
 # Ctrl-C stops it. TRAINWATCH_RUN_SECONDS=N stops it by itself after N seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,8 @@ show() {
   $tw query --db "$db" "SELECT run, tag, count(*) AS points, max(step) AS last_step,
     sum(value_class <> 'finite') AS non_finite FROM scalar_points
     WHERE tag IN ('train/loss', 'loss', 'epoch_loss') GROUP BY run, tag ORDER BY run" || true
+  echo "== trainwatch findings --db $db   (trainwatch diagnose --db $db for the full report)"
+  $tw findings --db "$db" || true
 }
 stop() { kill "$live" 2>/dev/null || true; [ -n "${daemon:-}" ] && kill -TERM "$daemon" 2>/dev/null || true; }
 trap stop INT TERM EXIT

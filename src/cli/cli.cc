@@ -22,6 +22,7 @@ commands:
   diagnose run the diagnosis rules once and print verdicts and findings
   findings what the daemon's diagnosis found: firing now, resolved recently
   roles    what each run's tags mean to the rules (train_loss, lr, ...)
+  rules    the diagnosis rules, their parameters and where they come from
   help     this text
 
 `trainwatch COMMAND --help` explains each command.
@@ -45,6 +46,7 @@ int Main(int argc, char** argv) {
     if (cmd == "diagnose") return CmdDiagnose(rest);
     if (cmd == "findings") return CmdFindings(rest);
     if (cmd == "roles") return CmdRoles(rest);
+    if (cmd == "rules") return CmdRules(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kHelp;
       return 0;

@@ -17,5 +17,6 @@ int CmdStatus(const Args& args);
 int CmdDiagnose(const Args& args);
 int CmdFindings(const Args& args);
 int CmdRoles(const Args& args);
+int CmdRules(const Args& args);
 
 }  // namespace tw::cli

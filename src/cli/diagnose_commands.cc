@@ -54,6 +54,13 @@ which pattern decided it. Rules speak of roles; a tag no pattern matches is not 
 Add patterns in the config's [roles] section.
 )";
 
+constexpr const char* kRulesHelp = R"(usage: trainwatch rules [--config FILE] [--rules-dir DIR] [--verbose]
+
+Lists the diagnosis rules that would run: id, severity, the roles a run needs, the
+parameters with their values (defaults, or the config's), and where each comes from.
+--verbose adds each rule's likely cause and fix. Rules that do not load are listed with why.
+)";
+
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -148,6 +155,37 @@ int CmdDiagnose(const Args& args) {
   const bool config_error = std::any_of((*engine)->load_errors().begin(), (*engine)->load_errors().end(),
                                         [](const std::string& e) { return e.starts_with("config:"); });
   return config_error ? 1 : 0;
+}
+
+int CmdRules(const Args& args) {
+  Flags f(args, {"config", "rules-dir", "set"}, {"help", "verbose"});
+  if (f.Has("help")) return Usage(kRulesHelp);
+  if (!f.error().empty()) return Usage(kRulesHelp, f.error());
+  diagnose::EngineOptions options;
+  std::string error;
+  if (!EngineOptionsFrom(f, &options, &error)) return Usage(kRulesHelp, error);
+  std::vector<std::string> errors;
+  const std::vector<diagnose::Rule> rules = diagnose::LoadRules(options.rules_dir, &errors);
+  for (const auto& r : rules) {
+    std::cout << r.id << "  [" << diagnose::SeverityName(r.severity) << "]"
+              << (options.disabled.count(r.id) ? " (disabled)" : "") << "  " << r.title << "\n";
+    std::string roles;
+    for (const auto& x : r.roles) roles += (roles.empty() ? "" : ", ") + x;
+    std::cout << "    needs: " << (roles.empty() ? "-" : roles) << (r.scope_all ? "; runs over every run" : "")
+              << "; from " << r.origin << "\n";
+    for (const auto& p : r.params) {
+      double v = p.default_value;
+      auto o = options.params.find(r.id);
+      const bool set = o != options.params.end() && o->second.count(p.name);
+      if (set) v = o->second.at(p.name);
+      char num[32];
+      std::snprintf(num, sizeof num, "%g", v);
+      std::cout << "    " << p.name << " = " << num << (set ? " (config)" : "") << ": " << p.description << "\n";
+    }
+    if (f.Has("verbose")) std::cout << "    cause: " << r.cause << "\n    fix:   " << r.fix << "\n";
+  }
+  for (const auto& e : errors) std::cout << "not loaded: " << e << "\n";
+  return errors.empty() ? 0 : 1;
 }
 
 int CmdFindings(const Args& args) {
