@@ -1,5 +1,6 @@
 #include "app/ingest_worker.h"
 
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -92,8 +93,15 @@ void IngestWorker::Run() {
     Beat();
     if (!path) {
       if (queue_.closed()) break;
+      // Idle after a burst of work (a backfill): hand the allocator's free pages back, or RSS
+      // keeps the burst's high-water mark for the daemon's whole life.
+      if (worked_since_trim_) {
+        ::malloc_trim(0);
+        worked_since_trim_ = false;
+      }
       continue;
     }
+    worked_since_trim_ = true;
     const std::string dir = fs::path(*path).parent_path().native();
     if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != *path) {
       if (*path > b->second) {
@@ -121,6 +129,37 @@ void IngestWorker::Run() {
     }
   }
   FlushState();
+}
+
+ingest::RunState* IngestWorker::RunFor(const std::string& dir, const std::string& root,
+                                       const std::string& path, Status* error) {
+  auto it = runs_.find(dir);
+  if (it == runs_.end()) {
+    if (runs_.size() >= kMaxRunStates) {
+      // Evict the least recently used run: every turn ends committed, so the store holds all
+      // that its RunState knew.
+      auto oldest = runs_.begin();
+      for (auto i = runs_.begin(); i != runs_.end(); ++i)
+        if (i->second.last_used < oldest->second.last_used) oldest = i;
+      runs_.erase(oldest);
+    }
+    fs::path rel = fs::path(dir).lexically_relative(root);
+    const std::string name = rel.empty() || rel == "." ? "." : rel.native();
+    Result<int64_t> run_id = ingest::ResolveRun(*store_, root, name, {path});
+    if (!run_id.ok()) {
+      *error = run_id.status();
+      return nullptr;
+    }
+    auto state = std::make_unique<ingest::RunState>(*store_, *run_id);
+    if (Status st = state->Load(); !st.ok()) {
+      *error = st;
+      return nullptr;
+    }
+    it = runs_.emplace(dir, CachedRun{std::move(state), 0}).first;
+    log::Debug("run " + name + " (" + root + ")");
+  }
+  it->second.last_used = ++uses_;
+  return it->second.state.get();
 }
 
 Status IngestWorker::MarkGone(const std::string& path) {
@@ -155,21 +194,13 @@ Status IngestWorker::Process(const std::string& path, bool* more) {
     return Status::Ok();
   }
   const std::string dir = fs::path(path).parent_path().native();
-  auto it = runs_.find(dir);
-  if (it == runs_.end()) {
-    fs::path rel = fs::path(dir).lexically_relative(root);
-    const std::string name = rel.empty() || rel == "." ? "." : rel.native();
-    Result<int64_t> run_id = ingest::ResolveRun(*store_, root, name, {path});
-    if (!run_id.ok()) return run_id.status();
-    auto state = std::make_unique<ingest::RunState>(*store_, *run_id);
-    TW_RETURN_IF_ERROR(state->Load());
-    it = runs_.emplace(dir, std::move(state)).first;
-    log::Debug("run " + name + " (" + root + ")");
-  }
+  Status error;
+  ingest::RunState* run = RunFor(dir, root, path, &error);
+  if (!run) return error;
   ingest::Totals totals;
   // Every commit shows life: a long turn is not a hang.
   TW_RETURN_IF_ERROR(
-      ingester_.IngestFile(*it->second, path, &totals, [this](int64_t) { Beat(); }, more));
+      ingester_.IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
   counters_.files_read += totals.files_read;
   counters_.points += totals.points();
   counters_.errors += totals.errors;

@@ -58,7 +58,19 @@ class IngestWorker {
   WorkQueue& queue_;
   ingest::IngestOptions options_;
   ingest::FileIngester ingester_;
-  std::unordered_map<std::string, std::unique_ptr<ingest::RunState>> runs_;  // by run directory
+  // Per run directory, its RunState: a cache of what the store holds (RunState::Load rebuilds
+  // one, as after a restart), kept for the kMaxRunStates runs used most recently so memory does
+  // not grow with the number of runs watched.
+  struct CachedRun {
+    std::unique_ptr<ingest::RunState> state;
+    uint64_t last_used = 0;
+  };
+  static constexpr size_t kMaxRunStates = 256;
+  ingest::RunState* RunFor(const std::string& dir, const std::string& root, const std::string& path,
+                           Status* error);
+  std::unordered_map<std::string, CachedRun> runs_;
+  uint64_t uses_ = 0;
+  bool worked_since_trim_ = false;
   // Per run directory, the file whose turn ended with bytes unread. Later files of that run
   // wait for it: a run's files are read in name order, or a resumed writer's SessionLog START
   // could be seen before the points it supersedes.

@@ -1,0 +1,993 @@
+// Evaluation harness for the diagnosis rules: generates LABELED runs (each pathology the rules
+// cover, in several variants, plus healthy runs and traps that must stay quiet), ingests them
+// once, evaluates every rule once, and scores recall, onset error and false alarms against the
+// targets of the issue. A plain program (not Google Benchmark).
+//
+//   diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|TRAP]
+//
+// Each case is one run (Keras: a train/validation pair) written in one writer's style:
+//   pytorch    Loss/train, Loss/val, lr, grad_norm, epoch, memory, step_time (simple_value);
+//              hparams in a child run, as SummaryWriter.add_hparams writes them
+//   hf         train/loss, eval/loss, train/learning_rate, train/grad_norm, train/epoch
+//              (fractional, as the Trainer logs it), every 10 steps; hparams in a child run
+//   lightning  train_loss, val_loss, lr-AdamW, grad_2.0_norm_total, epoch (integer), gpu_memory,
+//              time/step; hparams in the run's own file
+//   tf2        loss, val/loss, learning_rate, grad_norm, epoch, memory, step_time as TF2 tensor
+//              scalars (metadata with each tag's first value); hp.hparams-style placeholder
+//   keras      sibling runs X/train and X/validation with epoch_loss (and epoch_learning_rate),
+//              one point per epoch, TF2 tensor scalars
+// with multiplicative log-normal noise of 1, 5 or 15 % on the training loss, lengths of 300,
+// 2000 or 10000 steps and logging intervals of 1, 10 or 50 steps (sampled, not crossed; a
+// combination that leaves too few points for the pathology to be visible is not drawn).
+// Every case knows its expected rule (or none) and the true onset step.
+//
+// Scoring (see README.md): recall per rule (the expected rule fired, unmuted, not pending, with
+// at least the rule's declared severity), |onset error| as a fraction of the run's length,
+// warnings-or-worse on healthy and trap runs, and "wrong rule" findings on pathology runs
+// (informative). Targets: recall >= 0.95 per rule, false alarms <= 2 %, onset within 5 %.
+// The logdir lives in a fresh directory under $TMPDIR, removed at the end; --keep DIR keeps it.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnose/engine.h"
+#include "ingest/ingest.h"
+#include "store/store.h"
+#include "support/event_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace tw;
+using diagnose::Severity;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kNow = 1.75e9;  // the evaluation's `now`; runs are placed relative to it
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+[[noreturn]] void Die(const std::string& what) { throw std::runtime_error(what); }
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated data.
+
+struct Pts {
+  std::vector<int64_t> step;
+  std::vector<double> v;
+  void Add(int64_t s, double x) {
+    step.push_back(s);
+    v.push_back(x);
+  }
+  bool empty() const { return step.empty(); }
+};
+
+// One run's series by role, before they get a writer's tag names.
+struct Roles {
+  Pts train, val, lr, grad, epoch, mem, stime;
+};
+
+struct Case {
+  std::string name;    // the run's directory (Keras: the parent of train/ and validation/)
+  std::string label;   // expected rule id; empty for healthy runs and traps
+  std::string kind;    // variant (pathologies) or trap type
+  std::string style;   // pytorch, hf, lightning, tf2, keras
+  double noise = 0;
+  int64_t length = 0;  // steps (Keras: epochs)
+  int interval = 1;
+  int64_t onset = -1;  // true onset step (pathologies)
+  double dt = 0.5;     // seconds per step
+  double silence = 10; // seconds between the last point and `now`
+  double clip = 0;     // max_grad_norm hparam (0: none)
+  bool clean_stop = false;
+  std::string extra;   // free-form parameters for the report
+  Roles roles;
+  std::string subject;  // run name the engine reports (Keras: name/train)
+};
+
+struct Rng {
+  std::mt19937_64 g;
+  double U(double a, double b) { return std::uniform_real_distribution<double>(a, b)(g); }
+  double N(double sd) { return sd > 0 ? std::normal_distribution<double>(0, sd)(g) : 0.0; }
+  int I(int a, int b) { return std::uniform_int_distribution<int>(a, b)(g); }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) { return v[static_cast<size_t>(I(0, static_cast<int>(v.size()) - 1))]; }
+};
+
+// A healthy power-law decay E + A (1 + t/tau)^-alpha.
+struct PowerLaw {
+  double e, a, alpha, tau;
+  double operator()(double t) const { return e + a * std::pow(1 + t / tau, -alpha); }
+};
+
+// Warmup then cosine from peak to floor over [warm, end], floor after.
+double WarmupCosine(double t, double peak, double floor, double warm, double end) {
+  if (t < warm) return peak * (t + 1) / (warm + 1);
+  if (t >= end) return floor;
+  const double p = (t - warm) / std::max(1.0, end - warm);
+  return floor + (peak - floor) * 0.5 * (1 + std::cos(M_PI * p));
+}
+
+double Sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+// The parameters a generator draws from; each kind fills `c.roles` and `c.onset`.
+struct Gen {
+  Case& c;
+  Rng& r;
+  std::vector<int64_t> steps;  // logged steps of the per-step tags
+  std::vector<int64_t> evals;  // validation steps
+  PowerLaw pl{};
+  double peak = 0, floor = 0, warm = 0;
+  int64_t L = 0;
+
+  Gen(Case& cs, Rng& rng) : c(cs), r(rng) {
+    L = c.length;
+    for (int64_t s = 0; s < L; s += c.interval) steps.push_back(s);
+    if (c.style == "keras") {
+      for (int64_t s = 0; s < L; ++s) evals.push_back(s);
+    } else {
+      const int64_t every = std::max<int64_t>(1, L / 20 / c.interval) * c.interval;
+      for (int64_t s = every; s < L; s += every) evals.push_back(s);
+      if (evals.empty() || evals.back() != L - 1) evals.push_back(L - 1);  // a final evaluation
+    }
+    pl = {r.U(0.2, 1.0), r.U(1.5, 3.0), r.U(0.5, 1.0), L * r.U(0.02, 0.08)};
+    peak = r.U(1e-4, 3e-3);
+    floor = peak * r.U(0.0, 0.1);
+    warm = L * r.U(0.01, 0.05);
+  }
+  double Noise(double sd) { return std::exp(r.N(sd)); }
+  // The first logged step at or after s.
+  int64_t AtOrAfter(int64_t s, const std::vector<int64_t>& at) const {
+    for (int64_t x : at)
+      if (x >= s) return x;
+    return at.back();
+  }
+  // Step drawn in [a, b) of the run, aligned to the logging interval.
+  int64_t StepAt(double frac) const {
+    int64_t s = static_cast<int64_t>(frac * static_cast<double>(L));
+    return std::min<int64_t>(L - 1, (s / c.interval) * c.interval);
+  }
+  void Train(const std::function<double(double)>& clean, double sd) {
+    for (int64_t s : steps) c.roles.train.Add(s, clean(static_cast<double>(s)) * Noise(sd));
+  }
+  void Val(const std::function<double(double)>& clean, double sd) {
+    for (int64_t s : evals) c.roles.val.Add(s, clean(static_cast<double>(s)) * Noise(sd));
+  }
+  void Lr(const std::function<double(double)>& f) {
+    for (int64_t s : steps) c.roles.lr.Add(s, f(static_cast<double>(s)));
+  }
+  void DefaultLr() {
+    Lr([this](double t) { return WarmupCosine(t, peak, floor, warm, static_cast<double>(L - 1)); });
+  }
+  void Grad(const std::function<double(double)>& clean, double sd) {
+    if (c.style == "keras") return;
+    for (int64_t s : steps) c.roles.grad.Add(s, clean(static_cast<double>(s)) * Noise(sd));
+  }
+  void DefaultGrad() {
+    const double g0 = r.U(0.3, 0.7);
+    Grad([g0, this](double t) { return g0 * (1 + 1.5 * std::exp(-t / pl.tau)); }, 0.15);
+  }
+  void Epoch(int64_t per_epoch) {
+    if (c.style == "keras" || c.style == "pytorch") return;  // PyTorch examples rarely log it
+    for (int64_t s : steps) {
+      const double e = static_cast<double>(s) / static_cast<double>(per_epoch);
+      c.roles.epoch.Add(s, c.style == "hf" ? std::round(e * 100) / 100 : std::floor(e));
+    }
+  }
+  // The usual companions of a healthy run: val following train, the LR schedule, grad norm,
+  // sometimes flat memory and step time.
+  void Base(bool with_val = true) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "clean loss -%.1f%% over the last 30%%",
+                  100 * (1 - pl(static_cast<double>(L - 1)) / pl(0.7 * static_cast<double>(L))));
+    c.extra = buf;
+    Train(pl, c.noise);
+    if (with_val) Val([this](double t) { return 1.05 * pl(t) + 0.05; }, c.noise * 0.2);
+    DefaultLr();
+    DefaultGrad();
+    Epoch(std::max<int64_t>(1, L / r.I(5, 20)));
+    Extras();
+  }
+  void Extras() {
+    if (c.style == "keras") return;
+    if (r.U(0, 1) < 0.3) {
+      const double m = r.U(2e9, 3e10);
+      for (int64_t s : steps) c.roles.mem.Add(s, m * (1 + 0.002 * r.N(1)));
+    }
+    if (r.U(0, 1) < 0.3) {
+      const double st = r.U(0.05, 1.0);
+      for (int64_t s : steps) c.roles.stime.Add(s, st * Noise(0.05));
+    }
+  }
+};
+
+int64_t MinPoints(const std::string& kind) {
+  if (kind == "plateau_stuck") return 400;
+  if (kind == "spikes_recurring" || kind == "spikes_levelshift" || kind == "epoch_jumps") return 300;
+  return 100;
+}
+
+bool Generate(Case& c, Rng& r) {
+  Gen g(c, r);
+  const std::string& k = c.kind;
+  const int64_t L = c.length;
+  char buf[256];
+  if (k == "nf_nan" || k == "nf_inf") {
+    const int64_t at = g.StepAt(r.U(0.4, 0.8));
+    const double bad = k == "nf_nan" ? kNaN : kInf;
+    g.Train([&](double t) { return t >= at ? bad : g.pl(t); }, c.noise);
+    g.Val([&](double t) { return t >= at ? bad : 1.05 * g.pl(t); }, c.noise * 0.2);
+    g.DefaultLr();
+    const double g0 = r.U(0.3, 0.7);
+    g.Grad([&](double t) { return t >= at ? (k == "nf_nan" ? kNaN : g0 * 300) : g0; }, 0.15);
+    c.onset = at;
+  } else if (k == "nf_masked") {
+    const int64_t at = g.StepAt(r.U(0.4, 0.8));
+    g.Train(g.pl, c.noise);  // the Trainer's window average stays finite
+    g.Val([&](double t) { return 1.05 * g.pl(t); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.Grad([&](double t) { return t >= at ? kNaN : 0.5; }, 0.15);
+    g.Epoch(L / 10);
+    c.onset = at;
+  } else if (k == "div_exp" || k == "div_lin") {
+    const int64_t at = g.StepAt(r.U(0.4, 0.7));
+    const double f = k == "div_exp" ? r.U(5, 30) : r.U(2.5, 4);
+    const double span = static_cast<double>(L - at);
+    auto mult = [&](double t) {
+      if (t <= at) return 1.0;
+      return k == "div_exp" ? std::exp(std::log(f) * (t - at) / span) : 1 + (f - 1) * (t - at) / span;
+    };
+    g.Train([&](double t) { return g.pl(t) * mult(t); }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) * mult(t); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.Grad([&](double t) { return 0.5 * std::sqrt(mult(t)); }, 0.15);
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "rise x%.1f at the end", f);
+    c.extra = buf;
+  } else if (k == "spikes_recurring") {
+    const int64_t n = static_cast<int64_t>(g.steps.size());
+    const int64_t first = std::max<int64_t>(110, static_cast<int64_t>(n * r.U(0.35, 0.5)));
+    const int count = r.I(5, 8);
+    const int64_t period = std::max<int64_t>(8, (n - first - 5) / count);
+    const double mag = r.U(3, 10);
+    const int width = c.interval == 1 ? r.I(1, 3) : 1;
+    std::set<int64_t> spike;
+    for (int64_t i = first; i < n - 2; i += period)
+      for (int w = 0; w < width; ++w) spike.insert(g.steps[static_cast<size_t>(i + w)]);
+    g.Train([&](double t) { return g.pl(t) * (spike.count(static_cast<int64_t>(t)) ? mag : 1.0); }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    c.onset = g.steps[static_cast<size_t>(first)];
+    std::snprintf(buf, sizeof buf, "%zu spike steps, x%.1f, every %lld points", spike.size(), mag,
+                  static_cast<long long>(period));
+    c.extra = buf;
+  } else if (k == "spikes_levelshift") {
+    const int64_t n = static_cast<int64_t>(g.steps.size());
+    const int64_t i0 = std::max<int64_t>(110, static_cast<int64_t>(n * r.U(0.4, 0.6)));
+    const int64_t at = g.steps[static_cast<size_t>(i0)];
+    const double mag = r.U(5, 8), level = r.U(1.6, 1.9);
+    const int64_t width = (c.interval == 1 ? r.I(1, 3) : 1) * c.interval;
+    g.Train([&](double t) {
+      if (t >= at && t < at + width) return g.pl(t) * mag;
+      return g.pl(t) * (t >= at ? level : 1.0);
+    }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) * (t >= at ? level : 1.0); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "spike x%.1f, level after x%.2f", mag, level);
+    c.extra = buf;
+  } else if (k == "plateau_drop") {
+    const int64_t at = g.StepAt(r.U(0.25, 0.45));
+    const double lo = r.U(0.3, 1.0), ratio = r.U(2, 5);
+    auto clean = [&](double t) { return t < at ? lo * std::pow(ratio, 1 - t / at) : lo; };
+    g.Train(clean, c.noise);
+    g.Val([&](double t) { return 1.05 * clean(t); }, c.noise * 0.2);
+    const double lr = g.peak;
+    g.Lr([&](double) { return lr; });
+    g.DefaultGrad();
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "drop x%.1f then flat, constant LR", ratio);
+    c.extra = buf;
+  } else if (k == "plateau_stuck") {
+    const double lvl = std::log(r.Pick(std::vector<double>{10, 100, 1000}));
+    g.Train([&](double) { return lvl; }, c.noise);
+    g.Val([&](double) { return lvl * 1.01; }, c.noise * 0.2);
+    const double lr = g.peak;
+    g.Lr([&](double) { return lr; });
+    g.DefaultGrad();
+    c.onset = 0;
+    std::snprintf(buf, sizeof buf, "flat at %.3g from the start, constant LR", lvl);
+    c.extra = buf;
+  } else if (k == "loss_constant") {
+    const int64_t at = g.StepAt(r.U(0.3, 0.7));
+    // Two thirds: the last value repeated (a stale logged value); a third: a jump to log(classes)
+    // (a detached loss at chance level).
+    const bool jump = r.U(0, 1) < 1.0 / 3;
+    float value = static_cast<float>(r.Pick(std::vector<double>{2.302585, 0.693147, 6.9077}));
+    for (int64_t s : g.steps) {
+      if (s < at) c.roles.train.Add(s, g.pl(static_cast<double>(s)) * g.Noise(c.noise));
+      else c.roles.train.Add(s, jump || c.roles.train.v.empty() ? value : (value = static_cast<float>(c.roles.train.v.back())));
+    }
+    c.extra = jump ? "jumps to a constant" : "freezes at its last value";
+    g.DefaultLr();
+    g.DefaultGrad();
+    c.onset = at;
+  } else if (k == "overfit") {
+    const int64_t at = g.AtOrAfter(g.StepAt(r.U(0.3, 0.6)), g.evals);
+    const double rise = r.U(0.1, 0.4);
+    g.Train(g.pl, c.noise);
+    auto val = [&](double t) {
+      const double base = 1.05 * g.pl(std::min<double>(t, at)) + 0.05;
+      return t <= at ? 1.05 * g.pl(t) + 0.05 : base * (1 + rise * (t - at) / static_cast<double>(L - at));
+    };
+    g.Val(val, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    g.Epoch(std::max<int64_t>(1, L / 10));
+    // The true onset: the best (lowest) clean validation point.
+    double best = 1e300;
+    for (int64_t s : g.evals)
+      if (val(static_cast<double>(s)) < best) best = val(static_cast<double>(s)), c.onset = s;
+    std::snprintf(buf, sizeof buf, "val +%.0f%% by the end, %zu evals", rise * 100, g.evals.size());
+    c.extra = buf;
+  } else if (k == "val_constant_all" || k == "val_constant_late") {
+    const bool late = k == "val_constant_late";
+    const int64_t at = late ? g.AtOrAfter(g.StepAt(r.U(0.3, 0.6)), g.evals) : g.evals.front();
+    g.Train(g.pl, c.noise);
+    const float frozen = static_cast<float>(late ? 1.05 * g.pl(static_cast<double>(at)) + 0.05 : 2.302585);
+    for (int64_t s : g.evals)
+      c.roles.val.Add(s, s >= at ? frozen : (1.05 * g.pl(static_cast<double>(s)) + 0.05) * g.Noise(c.noise * 0.2));
+    g.DefaultLr();
+    g.DefaultGrad();
+    c.onset = at;
+  } else if (k == "val_stall") {
+    const int64_t at = g.AtOrAfter(g.StepAt(r.U(0.3, 0.5)), g.evals);
+    // Validation noise by the case's noise level: 0.05 %, 0.2 %, 0.5 % of the level.
+    const double sd = c.noise < 0.03 ? 0.0005 : c.noise < 0.1 ? 0.002 : 0.005;
+    g.Train(g.pl, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(std::min<double>(t, at)) + 0.05; }, sd);
+    g.DefaultLr();
+    g.DefaultGrad();
+    // The run's own time after the stall must exceed patience_seconds (600 s) comfortably.
+    c.dt = std::max(c.dt, 900.0 / static_cast<double>(L - at));
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "val flat (sd %.2f%%) from step %lld", sd * 100, static_cast<long long>(at));
+    c.extra = buf;
+  } else if (k == "lr_misaligned") {
+    const double end = L * r.U(0.2, 0.4);
+    const double fl = g.peak * r.Pick(std::vector<double>{0.0, 0.01, 0.1});
+    g.Lr([&](double t) { return WarmupCosine(t, g.peak, fl, g.warm, end); });
+    g.Train([&](double t) { return g.pl(t < end ? t : end + 0.1 * (t - end)); }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t < end ? t : end + 0.1 * (t - end)) + 0.05; }, c.noise * 0.2);
+    g.DefaultGrad();
+    c.onset = g.AtOrAfter(static_cast<int64_t>(std::ceil(end)), g.steps);
+    std::snprintf(buf, sizeof buf, "cosine ends at %.0f%% of the run, floor %.2g x peak", 100 * end / L, fl / g.peak);
+    c.extra = buf;
+  } else if (k == "epoch_jumps") {
+    const int64_t n = static_cast<int64_t>(g.steps.size());
+    const int64_t epochs = std::min<int64_t>(r.I(8, 15), n / 30);
+    const int64_t per = L / epochs;
+    const double a = r.U(0.15, 0.4);
+    auto saw = [&](double t) {
+      const double ph = std::fmod(t, static_cast<double>(per)) / static_cast<double>(per);
+      return g.pl(t) * (1 + a * (1 - ph));
+    };
+    g.Train(saw, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) + 0.05; }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    c.roles.epoch = {};
+    const std::string st = c.style;  // the rule needs the epoch tag: written in every style here
+    for (int64_t s : g.steps) {
+      const double e = static_cast<double>(s) / static_cast<double>(per);
+      c.roles.epoch.Add(s, st == "hf" ? std::round(e * 100) / 100 : std::floor(e));
+    }
+    c.onset = per;
+    std::snprintf(buf, sizeof buf, "%lld epochs of %lld steps, sawtooth +%.0f%%", static_cast<long long>(epochs),
+                  static_cast<long long>(per), a * 100);
+    c.extra = buf;
+  } else if (k == "clip_sat") {
+    const int64_t at = g.StepAt(r.U(0.0, 0.4));
+    c.clip = r.Pick(std::vector<double>{0.5, 1.0, 5.0});
+    const double over = r.U(2, 5), under = r.U(0.3, 0.6);
+    g.Train(g.pl, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) + 0.05; }, c.noise * 0.2);
+    g.DefaultLr();
+    g.Grad([&](double t) { return c.clip * (t >= at ? over : under); }, 0.15);
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "clip %.2g, grad %.1fx above it from step %lld", c.clip, over,
+                  static_cast<long long>(at));
+    c.extra = buf;
+  } else if (k == "memory_growth") {
+    const int64_t at = g.StepAt(r.U(0.0, 0.4));
+    const double grow = r.U(0.3, 2.0), m0 = r.U(2e9, 3e10);
+    g.Base();
+    c.roles.mem = {};
+    for (int64_t s : g.steps)
+      c.roles.mem.Add(s, m0 * (1 + grow * std::max<double>(0, static_cast<double>(s - at)) / static_cast<double>(L - at)) *
+                             (1 + 0.005 * r.N(1)));
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "memory +%.0f%% from step %lld", grow * 100, static_cast<long long>(at));
+    c.extra = buf;  // (replaces Base's note)
+  } else if (k == "step_time_creep") {
+    const int64_t at = g.StepAt(r.U(0.2, 0.5));
+    const double grow = r.U(0.6, 2.0), t0 = r.U(0.05, 1.0);
+    g.Base();
+    c.roles.stime = {};
+    for (int64_t s : g.steps)
+      c.roles.stime.Add(s, t0 * (1 + grow * std::max<double>(0, static_cast<double>(s - at)) / static_cast<double>(L - at)) *
+                               g.Noise(0.05));
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "step time +%.0f%% from step %lld", grow * 100, static_cast<long long>(at));
+    c.extra = buf;
+  } else if (k == "stale") {
+    g.Base();
+    c.silence = r.U(3600, 86400);
+    c.onset = c.roles.train.step.back();
+    std::snprintf(buf, sizeof buf, "silent %.1f h", c.silence / 3600);
+    c.extra = buf;
+  } else if (k == "grad_explosion") {
+    const int64_t at = g.StepAt(r.U(0.3, 0.6));
+    const double f = std::pow(10.0, r.U(1, 3)), g0 = r.U(0.3, 1.0);
+    g.Train(g.pl, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) + 0.05; }, c.noise * 0.2);
+    g.DefaultLr();
+    g.Grad([&](double t) {
+      return g0 * (t <= at ? 1.0 : std::exp(std::log(f) * (t - at) / static_cast<double>(L - at)));
+    }, 0.15);
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "grad norm x%.0f by the end", f);
+    c.extra = buf;
+  }
+  // ---- healthy runs and traps ----
+  else if (k == "healthy" || k == "very_noisy" || k == "short") {
+    g.Base();
+    if (k == "healthy" && c.style != "keras" && r.U(0, 1) < 0.5) {
+      // A clip threshold that catches only outliers.
+      c.clip = 1.0;
+      c.extra += ", clip 1 above every grad norm";
+      c.roles.grad = {};
+      g.Grad([&](double) { return 0.4; }, 0.25);
+    }
+  } else if (k == "s_curve") {
+    const double mid = L * r.U(0.6, 0.8), w = L * 0.03, hi = std::log(10.0), lo = r.U(0.3, 0.8);
+    auto clean = [&](double t) { return lo + (hi - lo) * Sigmoid(-(t - mid) / w) - 0.05 * lo * std::max(0.0, (t - mid) / L); };
+    g.Train(clean, c.noise);
+    g.Val([&](double t) { return 1.05 * clean(t); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    std::snprintf(buf, sizeof buf, "flat then drop at %.0f%%", 100 * mid / L);
+    c.extra = buf;
+  } else if (k == "isolated_spikes") {
+    std::set<int64_t> at;
+    const int count = r.I(1, 3);
+    for (int i = 0; i < count; ++i) at.insert(g.StepAt(r.U(0.1, 0.9)));
+    const double mag = r.U(2, 3);
+    g.Train([&](double t) { return g.pl(t) * (at.count(static_cast<int64_t>(t)) ? mag : 1.0); }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) + 0.05; }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    std::snprintf(buf, sizeof buf, "%d spikes x%.1f", count, mag);
+    c.extra = buf;
+  } else if (k == "lr_floor_ok") {
+    const double end = L * r.U(0.9, 0.97);
+    g.Lr([&](double t) { return WarmupCosine(t, g.peak, g.floor, g.warm, end); });
+    g.Train([&](double t) { return g.pl(t < end ? t : end + 0.1 * (t - end)); }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t < end ? t : end + 0.1 * (t - end)) + 0.05; }, c.noise * 0.2);
+    g.DefaultGrad();
+    std::snprintf(buf, sizeof buf, "cosine ends at %.0f%%", 100 * end / L);
+    c.extra = buf;
+  } else if (k == "grokking") {
+    const double mid = L * r.U(0.45, 0.65), w = L * 0.03;
+    PowerLaw fast{0.01, 2.0, 1.0, L * 0.01};
+    g.Train(fast, c.noise);
+    g.Val([&](double t) { return 0.3 + 2.0 * Sigmoid(-(t - mid) / w); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    std::snprintf(buf, sizeof buf, "val flat then drop at %.0f%%", 100 * mid / L);
+    c.extra = buf;
+  } else if (k == "step_lr") {
+    auto drops = [&](double t) {
+      return 1 - 0.2 * Sigmoid((t - 0.5 * L) / (0.005 * L)) - 0.15 * Sigmoid((t - 0.75 * L) / (0.005 * L));
+    };
+    g.Train([&](double t) { return g.pl(t) * drops(t); }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) * drops(t) + 0.05; }, c.noise * 0.2);
+    g.Lr([&](double t) { return g.peak * (t < 0.5 * L ? 1 : t < 0.75 * L ? 0.1 : 0.01); });
+    g.DefaultGrad();
+  } else if (k == "amp_inf") {
+    g.Base();
+    const int count = r.I(1, 2);
+    for (int i = 0; i < count && c.roles.grad.v.size() > 3; ++i)
+      c.roles.grad.v[static_cast<size_t>(r.I(1, static_cast<int>(c.roles.grad.v.size()) - 2))] = kInf;
+    std::snprintf(buf, sizeof buf, ", %d Inf grad_norm", count);
+    c.extra += buf;
+  } else if (k == "stale_clean_stop") {
+    g.Base();
+    c.silence = r.U(3600, 86400);
+    c.clean_stop = true;
+  } else if (k == "stale_ancient") {
+    g.Base();
+    c.silence = r.U(4, 30) * 86400;
+  } else if (k == "stale_slow_rhythm") {
+    g.Base();
+    c.dt = 60;  // one step a minute: a slow logger
+    c.silence = c.interval * c.dt * r.U(1.5, 4);
+  } else {
+    Die("unknown kind " + k);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+struct TagNames {
+  std::string train, val, lr, grad, epoch, mem, stime, clip_key;
+};
+TagNames NamesFor(const std::string& style) {
+  if (style == "pytorch") return {"Loss/train", "Loss/val", "lr", "grad_norm", "epoch", "memory", "step_time", "max_grad_norm"};
+  if (style == "hf")
+    return {"train/loss", "eval/loss", "train/learning_rate", "train/grad_norm", "train/epoch",
+            "gpu/memory_allocated", "train/step_time", "max_grad_norm"};
+  if (style == "lightning")
+    return {"train_loss", "val_loss", "lr-AdamW", "grad_2.0_norm_total", "epoch", "gpu_memory", "time/step",
+            "gradient_clip_val"};
+  if (style == "tf2") return {"loss", "val/loss", "learning_rate", "grad_norm", "epoch", "memory", "step_time", "clip_norm"};
+  return {"epoch_loss", "epoch_loss", "epoch_learning_rate", "", "", "", "", ""};
+}
+
+struct Ev {
+  int64_t step;
+  int order;
+  std::string bytes;
+};
+
+void WriteFile(const std::string& dir, std::vector<Ev> evs, double t0, const std::string& source) {
+  std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) { return a.step < b.step; });
+  testing::EventFileWriter w(dir + "/" + testing::EventFileName(static_cast<int64_t>(t0), "host", 4242, 0));
+  w.Add(testing::FileVersionEvent(t0, source));
+  for (auto& e : evs) w.Add(e.bytes);
+  w.Flush();
+}
+
+void WriteCase(const std::string& root, const Case& c) {
+  const TagNames n = NamesFor(c.style);
+  const double t0 = kNow - c.silence - static_cast<double>(c.length - 1) * c.dt;
+  auto wall = [&](int64_t s) { return t0 + static_cast<double>(s) * c.dt; };
+  const bool tensor = c.style == "tf2" || c.style == "keras";
+  auto emit = [&](std::vector<Ev>& out, const std::string& tag, const Pts& p, int order) {
+    if (tag.empty()) return;
+    for (size_t i = 0; i < p.step.size(); ++i) {
+      const double w = wall(p.step[i]) + order * 1e-3;
+      const float v = static_cast<float>(p.v[i]);
+      out.push_back({p.step[i], order,
+                     tensor ? testing::Tf2ScalarEvent(tag, p.step[i], w, v, i == 0)
+                            : testing::SimpleScalarEvent(tag, p.step[i], w, v)});
+    }
+  };
+  const Roles& r = c.roles;
+  if (c.style == "keras") {
+    std::vector<Ev> tr, va;
+    emit(tr, n.train, r.train, 0);
+    emit(tr, n.lr, r.lr, 1);
+    emit(va, n.val, r.val, 0);
+    WriteFile(root + "/" + c.name + "/train", std::move(tr), t0, "");
+    if (!r.val.empty()) WriteFile(root + "/" + c.name + "/validation", std::move(va), t0, "");
+    return;
+  }
+  std::vector<Ev> evs;
+  emit(evs, n.train, r.train, 0);
+  emit(evs, n.val, r.val, 1);
+  emit(evs, n.lr, r.lr, 2);
+  emit(evs, n.grad, r.grad, 3);
+  emit(evs, n.epoch, r.epoch, 4);
+  emit(evs, n.mem, r.mem, 5);
+  emit(evs, n.stime, r.stime, 6);
+  const int64_t last = r.train.step.empty() ? 0 : r.train.step.back();
+  if (c.clean_stop) evs.push_back({last, 99, testing::SessionLogEvent(last, wall(last) + 1, 2)});
+  if (c.clip > 0) {
+    const std::vector<std::pair<std::string, testing::HParamValue>> hp = {
+        {n.clip_key, c.clip}, {"learning_rate", 1e-3}, {"seed", 42.0}};
+    if (c.style == "lightning" || c.style == "tf2") {
+      evs.push_back({-1, -1, testing::HParamsStartEvent(t0, hp, c.style == "tf2")});
+    } else {  // SummaryWriter.add_hparams: a child run named by the time
+      testing::EventFileWriter w(root + "/" + c.name + "/1700000000.5/" +
+                                 testing::EventFileName(static_cast<int64_t>(t0), "host", 4242, 1));
+      w.Add(testing::FileVersionEvent(t0, testing::kTorchSourceWriter));
+      w.Add(testing::HParamsExperimentEvent(t0));
+      w.Add(testing::HParamsStartEvent(t0, hp, false));
+      w.Add(testing::HParamsEndEvent(t0));
+      w.Flush();
+    }
+  }
+  WriteFile(root + "/" + c.name, std::move(evs), t0, c.style == "pytorch" || c.style == "hf" ? testing::kTorchSourceWriter : "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The case list.
+
+struct KindSpec {
+  std::string kind, label;  // label: expected rule, "" for healthy/trap
+  int count;
+  std::vector<std::string> styles;
+};
+
+const std::vector<std::string> kAll = {"pytorch", "hf", "lightning", "tf2"};
+const std::vector<std::string> kAllK = {"pytorch", "hf", "lightning", "tf2", "keras"};
+
+std::vector<KindSpec> Kinds() {
+  return {
+      {"nf_nan", "non_finite_loss", 10, kAll},
+      {"nf_inf", "non_finite_loss", 8, kAll},
+      {"nf_masked", "non_finite_loss", 8, {"hf"}},
+      {"div_exp", "loss_divergence", 14, kAll},
+      {"div_lin", "loss_divergence", 12, kAll},
+      {"spikes_recurring", "loss_spikes", 14, kAll},
+      {"spikes_levelshift", "loss_spikes", 12, kAll},
+      {"plateau_drop", "loss_plateau", 14, kAll},
+      {"plateau_stuck", "loss_plateau", 12, kAll},
+      {"loss_constant", "loss_constant", 20, kAll},
+      {"overfit", "overfitting", 24, kAllK},
+      {"val_constant_all", "val_constant", 10, kAllK},
+      {"val_constant_late", "val_constant", 10, kAllK},
+      {"val_stall", "val_stall", 20, kAllK},
+      {"lr_misaligned", "lr_schedule_misaligned", 20, kAll},
+      {"epoch_jumps", "epoch_boundary_jumps", 20, {"hf", "lightning", "tf2", "pytorch"}},
+      {"clip_sat", "grad_clip_saturation", 20, kAll},
+      {"memory_growth", "memory_growth", 20, kAll},
+      {"step_time_creep", "step_time_creep", 20, kAll},
+      {"stale", "stale_run", 16, kAll},
+      {"grad_explosion", "grad_explosion", 24, kAll},
+      {"healthy", "", 48, kAllK},
+      {"s_curve", "", 16, kAllK},
+      {"isolated_spikes", "", 20, kAllK},
+      {"lr_floor_ok", "", 16, kAll},
+      {"grokking", "", 16, kAllK},
+      {"very_noisy", "", 24, kAllK},
+      {"step_lr", "", 20, kAll},
+      {"amp_inf", "", 16, kAll},
+      {"short", "", 20, kAllK},
+      {"stale_clean_stop", "", 4, kAll},
+      {"stale_ancient", "", 4, kAll},
+      {"stale_slow_rhythm", "", 4, kAll},
+  };
+}
+
+// Rules whose warnings on a pathology run are expected alongside the labeled one.
+const std::map<std::string, std::set<std::string>>& Companions() {
+  static const std::map<std::string, std::set<std::string>> m = {
+      {"non_finite_loss", {"grad_explosion", "loss_divergence", "loss_spikes"}},
+      {"loss_divergence", {"grad_explosion", "loss_spikes"}},
+      {"grad_explosion", {"loss_divergence", "loss_spikes"}},
+      {"memory_growth", {"step_time_creep"}},
+      {"step_time_creep", {"memory_growth"}},
+      {"loss_plateau", {"val_stall"}},
+      {"lr_schedule_misaligned", {"loss_plateau"}},
+  };
+  return m;
+}
+
+struct Shape {
+  int64_t length;
+  int interval;
+  int weight;
+};
+
+std::vector<Case> MakeCases(uint64_t seed, const std::string& only) {
+  Rng r{std::mt19937_64(seed)};
+  const std::vector<double> noises = {0.01, 0.05, 0.15};
+  const std::vector<Shape> shapes = {{300, 1, 3}, {2000, 1, 3}, {2000, 10, 3}, {10000, 1, 1}, {10000, 10, 2}, {10000, 50, 2}};
+  std::vector<Case> out;
+  int serial = 0;
+  for (const KindSpec& k : Kinds()) {
+    // --only filters after drawing, so a case has the same name and data with or without it.
+    const bool wanted = only.empty() || only == k.label || only == k.kind;
+    for (int i = 0; i < k.count; ++i) {
+      Case c;
+      c.kind = k.kind;
+      c.label = k.label;
+      c.style = k.styles[static_cast<size_t>(i) % k.styles.size()];
+      c.noise = noises[static_cast<size_t>(i / static_cast<int>(k.styles.size())) % noises.size()];
+      if (k.kind == "very_noisy") c.noise = r.U(0.15, 0.30);
+      if (c.style == "keras") {
+        c.length = r.Pick(std::vector<int64_t>{60, 120, 200});
+        c.interval = 1;
+        c.dt = r.U(20, 90);
+      } else if (k.kind == "short") {
+        c.interval = c.style == "hf" ? 10 : 1;  // 50-200 points
+        c.length = r.I(50, 200) * c.interval;
+        c.dt = r.U(0.2, 1.0);
+      } else {
+        std::vector<Shape> ok;
+        int total = 0;
+        for (const Shape& s : shapes) {
+          if (c.style == "hf" && s.interval != 10) continue;  // the Trainer logs every logging_steps
+          if (s.length / s.interval < MinPoints(k.kind)) continue;
+          ok.push_back(s);
+          total += s.weight;
+        }
+        int pick = r.I(0, total - 1);
+        for (const Shape& s : ok) {
+          if (pick < s.weight) {
+            c.length = s.length;
+            c.interval = s.interval;
+            break;
+          }
+          pick -= s.weight;
+        }
+        c.dt = r.U(0.2, 1.0);
+      }
+      c.silence = r.U(1, 30);
+      char name[128];
+      std::snprintf(name, sizeof name, "%s_%03d_%s", k.kind.c_str(), serial++, c.style.c_str());
+      c.name = name;
+      c.subject = c.style == "keras" ? c.name + "/train" : c.name;
+      if (!wanted) continue;
+      Rng cr{std::mt19937_64(seed * 7919 + static_cast<uint64_t>(serial))};
+      Generate(c, cr);
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scoring.
+
+struct Options {
+  uint64_t seed = 20240601;
+  std::string keep, only;
+  bool verbose = false;
+};
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--keep") o.keep = value();
+    else if (a == "--only") o.only = value();
+    else if (a == "--verbose") o.verbose = true;
+    else if (a == "-h" || a == "--help") {
+      std::printf("usage: diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|KIND]\n");
+      std::exit(0);
+    } else Die("unknown argument " + a + " (try --help)");
+  }
+  return o;
+}
+
+std::string Describe(const Case& c) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s [%s, noise %.0f%%, %lld steps, every %d, %.2f s/step%s%s]", c.name.c_str(),
+                c.style.c_str(), c.noise * 100, static_cast<long long>(c.length), c.interval, c.dt,
+                c.extra.empty() ? "" : ", ", c.extra.c_str());
+  return buf;
+}
+
+std::string Finding(const diagnose::Observation& o) {
+  std::string s = o.rule + " (" + diagnose::SeverityName(o.severity);
+  if (o.onset_step) s += ", onset " + std::to_string(*o.onset_step);
+  if (!o.muted_by.empty()) s += ", muted by " + o.muted_by;
+  if (o.pending) s += ", pending";
+  return s + "): " + o.message;
+}
+
+int Main(const Options& opt) {
+  std::string work = opt.keep;
+  bool remove = false;
+  if (work.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "diagnose-eval-XXXXXX").native();
+    if (!::mkdtemp(tmpl.data())) Die("mkdtemp failed for " + tmpl);
+    work = tmpl;
+    remove = true;
+  } else {
+    fs::remove_all(work + "/logs");
+    fs::remove(work + "/tw.db");
+    fs::remove(work + "/tw.db-wal");
+    fs::remove(work + "/tw.db-shm");
+    fs::create_directories(work);
+  }
+  struct Cleanup {
+    std::string dir;
+    bool on;
+    ~Cleanup() {
+      std::error_code ec;
+      if (on) fs::remove_all(dir, ec);
+    }
+  } cleanup{work, remove};
+  const std::string root = work + "/logs", db = work + "/tw.db";
+
+  auto t0 = Clock::now();
+  std::vector<Case> cases = MakeCases(opt.seed, opt.only);
+  if (cases.empty()) Die("no case matches --only " + opt.only);
+  int64_t points = 0;
+  for (const Case& c : cases) {
+    WriteCase(root, c);
+    const Roles& r = c.roles;
+    points += static_cast<int64_t>(r.train.v.size() + r.val.v.size() + r.lr.v.size() + r.grad.v.size() +
+                                   r.epoch.v.size() + r.mem.v.size() + r.stime.v.size());
+  }
+  auto t1 = Clock::now();
+  {
+    Result<std::unique_ptr<store::Store>> store = store::Store::Open(db);
+    if (!store.ok()) Die("store: " + store.status().ToString());
+    ingest::Summary summary;
+    Status s = ingest::IngestPaths(**store, {root}, {}, &summary);
+    if (!s.ok()) Die("ingest: " + s.ToString());
+    for (const auto& w : summary.warnings) std::printf("ingest warning: %s\n", w.c_str());
+  }
+  auto t2 = Clock::now();
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, {});
+  if (!engine.ok()) Die("engine: " + engine.status().ToString());
+  for (const auto& e : (*engine)->load_errors()) std::printf("rule load error: %s\n", e.c_str());
+  Result<diagnose::Evaluation> ev = (*engine)->Evaluate(nullptr, kNow, true);
+  if (!ev.ok()) Die("evaluate: " + ev.status().ToString());
+  auto t3 = Clock::now();
+  std::printf("diagnose_eval: seed %llu, %zu runs, %lld points; write %.1f s, ingest %.1f s, evaluate %.1f s\n",
+              static_cast<unsigned long long>(opt.seed), cases.size(), static_cast<long long>(points),
+              Seconds(t0, t1), Seconds(t1, t2), Seconds(t2, t3));
+  for (const auto& e : ev->errors) std::printf("rule error: %s\n", e.c_str());
+
+  std::map<std::string, Severity> declared;
+  for (const auto& rule : (*engine)->rules()) declared[rule.id] = rule.severity;
+  std::map<std::string, std::vector<const diagnose::Observation*>> by_run;
+  for (const auto& o : ev->observations) by_run[o.run].push_back(&o);
+
+  struct RuleScore {
+    int n = 0, hit = 0, onset_n = 0;
+    double onset_sum = 0, onset_max = 0;
+    std::vector<std::string> misses, late;
+  };
+  std::map<std::string, RuleScore> rules;
+  struct TrapScore {
+    int n = 0, alarmed = 0;
+  };
+  std::map<std::string, TrapScore> traps;
+  std::vector<std::string> alarms, wrong;
+  int quiet_n = 0, quiet_alarmed = 0;
+
+  for (const Case& c : cases) {
+    const auto& obs = by_run[c.subject];
+    if (opt.verbose) {
+      std::printf("%s%s%s (onset %lld)\n", Describe(c).c_str(), c.label.empty() ? "" : " expects ",
+                  c.label.c_str(), static_cast<long long>(c.onset));
+      for (const auto* o : obs) std::printf("    %s\n", Finding(*o).c_str());
+    }
+    auto loud = [](const diagnose::Observation* o) {
+      return o->muted_by.empty() && !o->pending && o->severity >= Severity::kWarning;
+    };
+    if (c.label.empty()) {
+      ++quiet_n;
+      TrapScore& t = traps[c.kind];
+      ++t.n;
+      bool any = false;
+      for (const auto* o : obs)
+        if (loud(o)) {
+          any = true;
+          alarms.push_back(Describe(c) + "\n      " + Finding(*o));
+        }
+      if (any) ++quiet_alarmed, ++t.alarmed;
+      continue;
+    }
+    RuleScore& rs = rules[c.label];
+    ++rs.n;
+    const Severity want = declared.count(c.label) ? declared[c.label] : Severity::kWarning;
+    const diagnose::Observation* best = nullptr;
+    double best_err = 1e300;
+    for (const auto* o : obs) {
+      if (o->rule != c.label || !o->muted_by.empty() || o->pending || o->severity < want) continue;
+      const double err = o->onset_step ? std::fabs(static_cast<double>(*o->onset_step - c.onset)) /
+                                             static_cast<double>(c.length)
+                                       : 1e300;
+      if (!best || err < best_err) best = o, best_err = err;
+    }
+    if (best) {
+      ++rs.hit;
+      if (best->onset_step) {
+        ++rs.onset_n;
+        rs.onset_sum += best_err;
+        rs.onset_max = std::max(rs.onset_max, best_err);
+        if (best_err > 0.05) {
+          char buf[128];
+          std::snprintf(buf, sizeof buf, " (true onset %lld, reported %lld: %.1f%% of the run)",
+                        static_cast<long long>(c.onset), static_cast<long long>(*best->onset_step), 100 * best_err);
+          rs.late.push_back(Describe(c) + buf);
+        }
+      }
+    } else {
+      std::string why;
+      for (const auto* o : obs) why += "\n      got " + Finding(*o);
+      if (obs.empty()) why = "\n      (no finding at all)";
+      rs.misses.push_back(Describe(c) + " true onset " + std::to_string(c.onset) + why);
+    }
+    const auto comp = Companions().count(c.label) ? Companions().at(c.label) : std::set<std::string>{};
+    for (const auto* o : obs)
+      if (loud(o) && o->rule != c.label && !comp.count(o->rule))
+        wrong.push_back(Describe(c) + " expects " + c.label + "\n      " + Finding(*o));
+  }
+
+  // ---- report ----
+  std::printf("\nPer rule (recall target >= 0.95; onset error = |reported - true| / run length, target <= 5%%)\n");
+  std::printf("%-24s %5s %5s %7s %6s %11s %10s %6s\n", "rule", "runs", "fired", "recall", "met", "onset mean",
+              "onset max", "met");
+  bool all_recall = true, all_onset = true;
+  for (const auto& [id, s] : rules) {
+    const double recall = s.n ? static_cast<double>(s.hit) / s.n : 0;
+    const bool ok_r = recall >= 0.95, ok_o = s.onset_n > 0 && s.onset_max <= 0.05;
+    all_recall &= ok_r;
+    all_onset &= ok_o;
+    std::printf("%-24s %5d %5d %7.3f %6s %10.1f%% %9.1f%% %6s\n", id.c_str(), s.n, s.hit, recall, ok_r ? "yes" : "NO",
+                s.onset_n ? 100 * s.onset_sum / s.onset_n : 0.0, 100 * s.onset_max, ok_o ? "yes" : "NO");
+  }
+  const double fa = quiet_n ? static_cast<double>(quiet_alarmed) / quiet_n : 0;
+  std::printf("\nFalse alarms (warning or worse on a healthy or trap run; target <= 2%%)\n");
+  std::printf("%-24s %5s %8s %7s\n", "trap", "runs", "alarmed", "share");
+  for (const auto& [k, t] : traps)
+    std::printf("%-24s %5d %8d %6.1f%%\n", k.c_str(), t.n, t.alarmed, t.n ? 100.0 * t.alarmed / t.n : 0);
+  std::printf("%-24s %5d %8d %6.1f%%  %s\n", "all healthy + traps", quiet_n, quiet_alarmed, 100 * fa,
+              fa <= 0.02 ? "met" : "NOT MET");
+
+  std::printf("\nTargets: recall >= 0.95 for every rule: %s; false alarms <= 2%%: %s; onset within 5%%: %s\n",
+              all_recall ? "met" : "NOT MET", fa <= 0.02 ? "met" : "NOT MET", all_onset ? "met" : "NOT MET");
+
+  for (const auto& [id, s] : rules) {
+    if (!s.misses.empty()) {
+      std::printf("\nMissed %s (%zu):\n", id.c_str(), s.misses.size());
+      for (const auto& m : s.misses) std::printf("  %s\n", m.c_str());
+    }
+  }
+  for (const auto& [id, s] : rules) {
+    if (!s.late.empty()) {
+      std::printf("\nOnset off by more than 5%% for %s (%zu):\n", id.c_str(), s.late.size());
+      for (const auto& m : s.late) std::printf("  %s\n", m.c_str());
+    }
+  }
+  if (!alarms.empty()) {
+    std::printf("\nFalse alarms (%zu findings):\n", alarms.size());
+    for (const auto& a : alarms) std::printf("  %s\n", a.c_str());
+  }
+  if (!wrong.empty()) {
+    std::printf("\nOther rules on pathology runs (informative; %zu findings):\n", wrong.size());
+    for (const auto& w : wrong) std::printf("  %s\n", w.c_str());
+  }
+  std::printf("\nTime per rule (s):");
+  for (const auto& [id, s] : ev->rule_seconds) std::printf(" %s %.2f;", id.c_str(), s);
+  std::printf("\n");
+  if (!remove) std::printf("kept %s\n", work.c_str());
+  return all_recall && all_onset && fa <= 0.02 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(ParseArgs(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "diagnose_eval: %s\n", e.what());
+    return 2;
+  }
+}
