@@ -355,6 +355,7 @@ TEST_F(DiagnoseTest, ThresholdsComeFromConfig) {
                             }}});
   EngineOptions strict;
   strict.params["loss_spikes"]["min_count"] = 1000;
+  strict.params["loss_spikes"]["many"] = 1000;
   EXPECT_TRUE(Of(Evaluate(strict), "loss_spikes", "spiky").empty());
   EngineOptions off;
   off.disabled.insert("loss_spikes");

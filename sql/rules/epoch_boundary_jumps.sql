@@ -1,18 +1,21 @@
 -- id: epoch_boundary_jumps
--- title: Loss jumps at epoch boundaries
+-- title: Loss jumps (or drops) at epoch boundaries
 -- severity: warning
 -- roles: train_loss
 -- inhibited_by: non_finite_loss, loss_divergence
 -- cause: The data order repeats every epoch: shuffling is off (shuffle=False, an IterableDataset
 --   read in file order), DistributedSampler.set_epoch() is not called so every epoch sees the
---   same permutation, or the data is sorted (by class, length, source) so the start of each
---   epoch is unlike its end.
+--   same permutation, or the data is sorted (by class, length, difficulty, source) so the
+--   start of each epoch is unlike its end: the loss then jumps up (or, with the hardest data
+--   last, drops) every time the order starts over.
 -- fix: Shuffle the training data each epoch (DataLoader(shuffle=True); with DistributedSampler
 --   call sampler.set_epoch(epoch) before each epoch); for streaming data, shuffle shards and
 --   use a shuffle buffer.
 -- param window_frac = 0.1: points on each side of a boundary, as a fraction of an epoch
--- param z = 3: jump, in robust standard deviations of the points around it
--- param min_consecutive = 2: boundaries in a row with an upward jump
+-- param z = 3: jump, in standard errors of the difference between the medians either side
+-- param min_consecutive = 2: boundaries in a row with a jump the same way
+-- param control_ratio = 3: the median |z| at boundaries over that at mid-epoch points, at least
+--   (a trend shifts every window alike; only an epoch effect singles out the boundaries)
 -- param min_period = 10: without an epoch tag, the shortest period (in points) looked for
 -- param max_period = 5000: and the longest
 --
@@ -48,16 +51,30 @@ WITH ep AS (
          (SELECT tw_boundary_jumps(l.step, l.value, per.steps, max(3, CAST(:window_frac * per.n / (per.epochs + 1) AS INTEGER)), :z)
             FROM loss l WHERE l.series_id = per.series_id) AS r
   FROM per
+), dir AS (
+  SELECT j.*, json_extract(r, '$.max_consecutive_up') >= :min_consecutive
+                AND json_extract(r, '$.up') >= 0.5 * json_extract(r, '$.evaluated') AS is_up,
+              json_extract(r, '$.max_consecutive_down') >= :min_consecutive
+                AND json_extract(r, '$.down') >= 0.5 * json_extract(r, '$.evaluated') AS is_down
+  FROM j
+  WHERE json_extract(r, '$.boundary_median_abs_z') >=
+        :control_ratio * max(1, COALESCE(json_extract(r, '$.control_median_abs_z'), 0))
 )
-SELECT series_id, json_extract(r, '$.first_up_step') AS onset_step, json_extract(r, '$.first_up_step') AS first_step,
-       json_extract(r, '$.last_up_step') AS last_step,
-       tag || ' jumps up right after ' || json_extract(r, '$.up') || ' of ' || json_extract(r, '$.evaluated') ||
-         ' epoch boundaries (' || json_extract(r, '$.max_consecutive_up') || ' in a row; compared ' || w ||
-         ' points on each side' || CASE WHEN from_tag THEN '' ELSE '; epochs inferred from the curve''s period, ' ||
+SELECT series_id,
+       json_extract(r, CASE WHEN is_up THEN '$.first_up_step' ELSE '$.first_down_step' END) AS onset_step,
+       json_extract(r, CASE WHEN is_up THEN '$.first_up_step' ELSE '$.first_down_step' END) AS first_step,
+       json_extract(r, CASE WHEN is_up THEN '$.last_up_step' ELSE '$.last_down_step' END) AS last_step,
+       tag || CASE WHEN is_up THEN ' jumps up' ELSE ' drops' END || ' right after ' ||
+         json_extract(r, CASE WHEN is_up THEN '$.up' ELSE '$.down' END) || ' of ' || json_extract(r, '$.evaluated') ||
+         ' epoch boundaries (' || json_extract(r, CASE WHEN is_up THEN '$.max_consecutive_up' ELSE '$.max_consecutive_down' END) ||
+         ' in a row; median |z| ' || printf('%.1f', json_extract(r, '$.boundary_median_abs_z')) || ' at boundaries against ' ||
+         printf('%.1f', COALESCE(json_extract(r, '$.control_median_abs_z'), 0)) || ' mid-epoch; ' || w ||
+         ' points each side' || CASE WHEN from_tag THEN '' ELSE '; epochs inferred from the curve''s period, ' ||
          CAST(json_extract(steps, '$[1]') - json_extract(steps, '$[0]') AS INTEGER) || ' steps' END || ')' AS message,
-       json_object('series', tag, 'boundaries', json_extract(r, '$.boundaries'), 'evaluated', json_extract(r, '$.evaluated'),
-                   'up', json_extract(r, '$.up'), 'max_consecutive_up', json_extract(r, '$.max_consecutive_up'),
+       json_object('series', tag, 'direction', CASE WHEN is_up THEN 'up' ELSE 'down' END,
+                   'boundaries', json_extract(r, '$.boundaries'), 'evaluated', json_extract(r, '$.evaluated'),
+                   'up', json_extract(r, '$.up'), 'down', json_extract(r, '$.down'),
+                   'boundary_median_abs_z', json_extract(r, '$.boundary_median_abs_z'),
+                   'control_median_abs_z', json_extract(r, '$.control_median_abs_z'),
                    'jumps', json(json_extract(r, '$.jumps')), 'window_points', w) AS evidence
-FROM j
-WHERE json_extract(r, '$.max_consecutive_up') >= :min_consecutive
-  AND json_extract(r, '$.up') >= 0.5 * json_extract(r, '$.evaluated')
+FROM dir WHERE is_up OR is_down

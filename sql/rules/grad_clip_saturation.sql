@@ -17,8 +17,10 @@ WITH th AS (
   SELECT COALESCE(
     -- PyTorch's add_hparams writes into a child run (a subdirectory): look there too.
     (SELECT h.value FROM run_hparams h JOIN runs r ON r.run_id = h.run_id
+      -- (child names lie between 'NAME/' and 'NAME0': a range of the (root, name) index)
       WHERE (r.run_id = :run_id OR (r.root = (SELECT root FROM runs WHERE run_id = :run_id)
-             AND r.name LIKE (SELECT CASE name WHEN '.' THEN '' ELSE name || '/' END FROM runs WHERE run_id = :run_id) || '%'))
+             AND r.name >= (SELECT CASE name WHEN '.' THEN '' ELSE name || '/' END FROM runs WHERE run_id = :run_id)
+             AND r.name < (SELECT CASE name WHEN '.' THEN char(127) ELSE name || '0' END FROM runs WHERE run_id = :run_id)))
        AND h.value_type = 'number' AND lower(h.key) IN ('max_grad_norm', 'gradient_clip_val', 'clip_grad_norm',
                                                     'grad_clip', 'clip_norm', 'max_norm', 'clip_threshold')
        AND h.value > 0 LIMIT 1),
@@ -31,11 +33,21 @@ WITH th AS (
   SELECT series_id, tag, count(*) AS n, sum(value > th.t) AS above, tw_median(value) AS med, th.t AS t,
          min(step) AS first_step, max(step) AS last_step
   FROM g, th WHERE k <= :recent AND th.t IS NOT NULL GROUP BY series_id
+), onset AS (
+  -- Saturation began at the earliest step from which on at least max_share of the points are
+  -- above the threshold (running shares counted from the end).
+  SELECT agg.*, (SELECT min(step) FROM (
+      SELECT step, value > agg.t AS above,
+             sum(value > agg.t) OVER (ORDER BY step DESC) AS above_after,
+             row_number() OVER (ORDER BY step DESC) AS n_after
+      FROM g WHERE g.series_id = agg.series_id) x
+    WHERE above AND 1.0 * above_after / n_after >= :max_share) AS since
+  FROM agg
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ' (before clipping) was above the clip threshold ' || printf('%.3g', t) || ' at ' || above ||
          ' of the last ' || n || ' logged steps (' || printf('%.0f', 100.0 * above / n) ||
          '%); its median is ' || printf('%.3g', med) || ', ' || printf('%.0f', med / t) || 'x the threshold' AS message,
        json_object('series', tag, 'threshold', t, 'share_above', 1.0 * above / n, 'median', med,
                    'points', n) AS evidence
-FROM agg WHERE n >= :min_points AND 1.0 * above / n >= :max_share
+FROM onset WHERE n >= :min_points AND 1.0 * above / n >= :max_share

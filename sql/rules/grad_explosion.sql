@@ -27,11 +27,20 @@ WITH span AS (
             AND x.step >= span.hi - :recent_frac * (span.hi - span.lo)) AS recent,
          min(step) AS first_step, max(step) AS last_step
   FROM g GROUP BY series_id
+), base AS MATERIALIZED (
+  -- The growth began just after the last point (log scale) still within 3 noise SDs of the
+  -- starting level.
+  SELECT agg.*, (SELECT max(y.step) FROM g y WHERE y.series_id = agg.series_id AND
+                   ln(y.value) <= json_extract(agg.j, '$.start') + 3 * json_extract(agg.j, '$.noise_sd')) AS last_base
+  FROM agg
+), onset AS (
+  SELECT base.*, (SELECT min(x.step) FROM g x WHERE x.series_id = base.series_id AND x.step > base.last_base) AS since
+  FROM base
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ' grew from about ' || printf('%.3g', early) || ' early in the run to ' || printf('%.3g', recent) ||
          ' recently (' || printf('%.0f', recent / early) || 'x), steadily (trend z ' ||
          printf('%.1f', json_extract(j, '$.mk_z')) || ')' AS message,
        json_object('series', tag, 'early_median', early, 'recent_median', recent, 'ratio', recent / early,
                    'trend_z', json_extract(j, '$.mk_z')) AS evidence
-FROM agg WHERE n >= :min_points AND early > 0 AND recent >= :ratio * early AND json_extract(j, '$.mk_z') >= :trend_z
+FROM onset WHERE n >= :min_points AND early > 0 AND recent >= :ratio * early AND json_extract(j, '$.mk_z') >= :trend_z

@@ -2,7 +2,7 @@
 -- title: Loss is diverging
 -- severity: critical
 -- roles: train_loss
--- inhibited_by: non_finite_loss
+-- inhibited_by: non_finite_loss, loss_constant
 -- cause: The learning rate is too high for this stage of training (a schedule that rises, a
 --   warmup that ends too high, an LR restart), or the optimizer state was lost on a resume.
 -- fix: Stop the run: it will not come back by itself. Resume from the checkpoint at the best

@@ -12,54 +12,73 @@
 --   initial loss against log(classes), check labels and that gradients reach every layer; try
 --   an LR 10x higher. Some architectures start flat and then drop (an S-curve): give them twice
 --   the flat stretch before deciding.
--- param tail_frac = 0.3: the most recent part of the run examined for progress
--- param min_points = 100: loss points needed
--- param trend_z = 2.5: no decreasing trend in the recent part: Mann–Kendall z above -trend_z
+-- param tail_frac = 0.3: the recent part of the run whose median level defines "flat"
+-- param min_points = 100: loss points needed in the run
+-- param min_flat_points = 30: points in the flat stretch, at least
+-- param min_flat_frac = 0.2: the flat stretch spans at least this fraction of the run
+-- param max_progress = 0.015: improvement over the flat stretch (relative, Theil–Sen on log-loss), at most
+-- param max_progress_upper = 0.05: and confidently less than this (estimate + 2 standard errors)
 -- param min_drop = 0.2: a drop of this much (relative) before the flat part makes it "after a drop"
 -- param stuck_min_points = 300: a run flat from the start is called stuck only after this many points
+-- param lr_low = 0.2: quiet when the LR at the flat stretch's start is at most this fraction of its peak
 --
--- Progress is judged by a trend test in units of the run's own noise, not by a fixed delta:
--- a curve still improving slowly has a significant downward trend; a plateau has none. Not
--- reported while the LR is at its floor (lr_schedule_misaligned speaks for that).
-WITH span AS (
+-- A plateau must be shown, not merely not disproved. The flat stretch runs from where the
+-- smoothed curve first reaches the recent level (the median of the last tail_frac) to the end; over it,
+-- log-loss must have improved by at most max_progress and, given the noise around the line,
+-- surely by less than max_progress_upper. A healthy curve still improving fails the first; a
+-- curve too noisy to tell fails the second. Not reported while the LR is low (a schedule
+-- annealing, or at its floor: lr_schedule_misaligned speaks for that), nor once the loss has
+-- converged to ~0.
+WITH span AS MATERIALIZED (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
 ), pts AS (
   SELECT series_id, tag, step, value FROM role_points
-  WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
-), agg AS (
-  SELECT series_id, tag, count(*) AS n, tw_trend(step, value) AS whole,
-         (SELECT tw_trend(p.step, p.value) FROM pts p, span WHERE p.series_id = pts.series_id
-            AND p.step >= span.hi - :tail_frac * (span.hi - span.lo)) AS tail,
-         -- Where the plateau began: the first point at or below its level (the tail's median).
-         (SELECT min(p.step) FROM pts p WHERE p.series_id = pts.series_id AND p.value <=
-            (SELECT tw_median(q.value) FROM pts q, span WHERE q.series_id = pts.series_id
-               AND q.step >= span.hi - :tail_frac * (span.hi - span.lo))) AS since
+  WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 AND value > 0
+), lvl AS MATERIALIZED (
+  SELECT series_id, tag, count(*) AS n, tw_trend(step, ln(value)) AS whole,
+         (SELECT tw_median(p.value) FROM pts p, span WHERE p.series_id = pts.series_id
+            AND p.step >= span.hi - :tail_frac * (span.hi - span.lo)) AS level
   FROM pts GROUP BY series_id
+), since AS MATERIALIZED (
+  -- Where the curve, smoothed over about 2% of its points, first reaches that level: noise
+  -- alone does not put the plateau's start inside the drop before it.
+  SELECT lvl.*, (SELECT tw_first_below(p.step, p.value, lvl.level, max(5, lvl.n / 50)) FROM pts p
+                   WHERE p.series_id = lvl.series_id) AS since
+  FROM lvl
+), flat AS MATERIALIZED (
+  SELECT since.*, (SELECT tw_trend(p.step, ln(p.value)) FROM pts p WHERE p.series_id = since.series_id
+                     AND p.step >= since.since) AS t
+  FROM since
 ), lr AS (
-  SELECT min(value) AS lo, max(value) AS hi,
-         (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
-            ORDER BY step DESC LIMIT 1) AS last
-  FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
+  SELECT max(value) AS hi FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
 ), v AS (
-  SELECT agg.*, json_extract(whole, '$.start') AS initial, json_extract(tail, '$.start') AS tail_start,
-         json_extract(tail, '$.end') AS level, json_extract(tail, '$.mk_z') AS tail_z,
-         json_extract(tail, '$.n') AS tail_n, json_extract(whole, '$.mk_z') AS whole_z,
-         json_extract(tail, '$.first_step') AS tail_first, json_extract(whole, '$.last_step') AS last_step
-  FROM agg, lr
-  WHERE NOT (lr.hi > 0 AND lr.lo < 0.5 * lr.hi AND lr.last <= 1.05 * lr.lo)  -- LR at its floor
+  SELECT flat.*, exp(json_extract(whole, '$.start')) AS initial,
+         -- The LR where the flat stretch begins (NULL without an lr series).
+         (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
+            AND step >= flat.since ORDER BY step LIMIT 1) AS lr_then, lr.hi AS lr_peak,
+         -json_extract(t, '$.change') AS progress,                    -- log units ~ relative
+         -json_extract(t, '$.change') + 2 * json_extract(t, '$.change_se') AS progress_hi,
+         json_extract(t, '$.n') AS flat_n, json_extract(whole, '$.last_step') AS last_step,
+         1.0 * (span.hi - flat.since) / max(1, span.hi - span.lo) AS flat_frac
+  FROM flat, lr, span
+), found AS (
+  SELECT v.*, initial > 0 AND level <= (1 - :min_drop) * initial AS after_drop FROM v
+  WHERE n >= :min_points AND flat_n >= :min_flat_points AND flat_frac >= :min_flat_frac
+    -- A schedule annealing (or sitting at its floor) flattens the loss by design.
+    AND NOT (lr_peak > 0 AND lr_then <= :lr_low * lr_peak)
+    AND progress <= :max_progress AND progress_hi < :max_progress_upper
+    AND level > 1e-3 * initial                                -- converged to ~0 is done, not stuck
 )
-SELECT series_id, COALESCE(since, tail_first) AS onset_step, COALESCE(since, tail_first) AS first_step, last_step,
-       CASE WHEN initial > 0 AND level <= (1 - :min_drop) * initial
-         THEN tag || ' has been flat at about ' || printf('%.4g', level) || ' since step ' || COALESCE(since, tail_first) ||
-              ' after dropping from ' || printf('%.4g', initial) || ': no downward trend over the last ' ||
-              printf('%.0f', 100 * :tail_frac) || '% of the run (trend z ' || printf('%.1f', tail_z) || ')'
+SELECT series_id, since AS onset_step, since AS first_step, last_step,
+       CASE WHEN after_drop
+         THEN tag || ' has been flat at about ' || printf('%.4g', level) || ' since step ' || since ||
+              ' (' || printf('%.0f', 100 * flat_frac) || '% of the run) after dropping from ' ||
+              printf('%.4g', initial) || ': it changed ' || printf('%+.1f', -100 * progress) ||
+              '% over that stretch (at most ' || printf('%.1f', 100 * progress_hi) || '% better, given its noise)'
          ELSE tag || ' has not moved from its initial level ' || printf('%.4g', initial) || ' in ' || n ||
-              ' points (now ' || printf('%.4g', level) || ', trend z ' || printf('%.1f', whole_z) ||
-              '): the model is not learning' END AS message,
-       json_object('series', tag, 'initial', initial, 'level', level, 'tail_trend_z', tail_z,
-                   'whole_trend_z', whole_z, 'since_step', since, 'points', n,
-                   'kind', CASE WHEN initial > 0 AND level <= (1 - :min_drop) * initial THEN 'after_drop' ELSE 'stuck' END) AS evidence
-FROM v
-WHERE n >= :min_points AND tail_n >= :min_points / 4 AND tail_z > -:trend_z
-  AND level > 1e-3 * initial                                  -- converged to ~0 is done, not stuck
-  AND (level <= (1 - :min_drop) * initial OR (whole_z > -:trend_z AND n >= :stuck_min_points))
+              ' points (now ' || printf('%.4g', level) || '): the model is not learning' END AS message,
+       json_object('series', tag, 'initial', initial, 'level', level, 'progress', progress,
+                   'progress_upper', progress_hi, 'since_step', since, 'flat_fraction', flat_frac,
+                   'points', n, 'kind', CASE WHEN after_drop THEN 'after_drop' ELSE 'stuck' END) AS evidence
+FROM found
+WHERE after_drop OR n >= :stuck_min_points

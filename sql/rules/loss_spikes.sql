@@ -2,7 +2,7 @@
 -- title: Loss spikes that recur or do not recover
 -- severity: warning
 -- roles: train_loss
--- inhibited_by: non_finite_loss, loss_divergence
+-- inhibited_by: non_finite_loss, loss_divergence, loss_constant
 -- cause: Bad batches (corrupt or extreme examples, a data shard with a different scale) or an
 --   optimizer on the edge of stability: a learning rate too high for the current loss
 --   sharpness, Adam's epsilon too small, attention logits growing.
@@ -13,7 +13,9 @@
 -- param z = 8: modified z (median/MAD of log-loss) that makes a point a spike
 -- param min_ratio = 1.5: a spike must also be this many times the running level
 -- param recover_points = 50: points after a spike within which it must come back
--- param min_count = 3: spikes that make them recurring
+-- param min_count = 3: spikes of at least recurring_ratio that make them recurring
+-- param recurring_ratio = 3: how big those must be (2-3x spikes that recover are normal)
+-- param many = 6: or this many spikes of at least min_ratio
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
 --
 -- Isolated spikes of 2-3x that recover are normal (especially early) and stay quiet; this
@@ -29,6 +31,7 @@ WITH span AS (
 ), big AS (
   SELECT s.series_id, s.tag, count(*) AS n,
          sum(json_extract(e.value, '$.recovered') = 0) AS unrecovered,
+         sum(json_extract(e.value, '$.ratio') >= :recurring_ratio) AS big,
          min(json_extract(e.value, '$.step')) AS first_step,
          max(json_extract(e.value, '$.step')) AS last_step,
          max(json_extract(e.value, '$.ratio')) AS max_ratio,
@@ -47,4 +50,4 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
        json_object('series', tag, 'spikes', json(spikes), 'count', n, 'unrecovered', unrecovered,
                    'window', :window, 'z_threshold', :z) AS evidence
 FROM big
-WHERE n >= :min_count OR unrecovered > 0
+WHERE big >= :min_count OR n >= :many OR unrecovered > 0

@@ -17,10 +17,15 @@
 WITH lr AS (
   SELECT series_id, tag, step, value FROM role_points
   WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
-), s AS (
-  SELECT series_id, tag, min(value) AS lo, max(value) AS hi, min(step) AS first_step,
+), s0 AS (
+  SELECT series_id, tag, max(value) AS hi, min(step) AS first_step,
          max(step) AS last_step, count(DISTINCT value) AS levels, count(*) AS n
   FROM lr GROUP BY series_id
+), s AS (
+  -- The floor: the lowest LR after the peak (a warmup may start lower than the decay ends).
+  SELECT s0.*, (SELECT min(lr.value) FROM lr WHERE lr.series_id = s0.series_id AND lr.step >=
+                  (SELECT min(step) FROM lr x WHERE x.series_id = s0.series_id AND x.value = s0.hi)) AS lo
+  FROM s0
 ), above AS (
   -- The last step above the floor; each subquery runs once per series (a correlated one
   -- inside a WHERE would run once per row).

@@ -21,14 +21,24 @@ WITH span AS (
 ), v AS (
   SELECT series_id, tag, n, json_extract(j, '$.mk_z') AS z, json_extract(j, '$.start') AS start,
          json_extract(j, '$.end') AS fin, json_extract(j, '$.slope') AS slope,
-         json_extract(j, '$.first_step') AS first_step, json_extract(j, '$.last_step') AS last_step
+         json_extract(j, '$.first_step') AS first_step, json_extract(j, '$.last_step') AS last_step,
+         json_extract(j, '$.noise_sd') AS sd
   FROM t
+), base AS MATERIALIZED (
+  -- Growth began just after the last reading still within 3 noise SDs of the starting level.
+  SELECT v.*, (SELECT max(q.step) FROM role_points q WHERE q.run_id = :run_id AND q.series_id = v.series_id
+                 AND q.value <= v.start + 3 * v.sd) AS last_base
+  FROM v
+), onset AS (
+  SELECT base.*, (SELECT min(p.step) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = base.series_id
+                    AND p.step > base.last_base) AS since
+  FROM base
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ' grew from ' || printf('%.4g', start) || ' to ' || printf('%.4g', fin) || ' (+' ||
          printf('%.0f', 100 * (fin / start - 1)) || '%) between steps ' || first_step || ' and ' || last_step ||
          ', steadily (trend z ' || printf('%.1f', z) || '; about ' || printf('%.3g', slope * 1000) ||
          ' per 1000 steps)' AS message,
        json_object('series', tag, 'start', start, 'end', fin, 'slope_per_step', slope, 'trend_z', z,
                    'points', n) AS evidence
-FROM v WHERE n >= :min_points AND start > 0 AND z >= :trend_z AND fin >= start * (1 + :min_growth)
+FROM onset WHERE n >= :min_points AND start > 0 AND z >= :trend_z AND fin >= start * (1 + :min_growth)

@@ -13,6 +13,8 @@
 -- param train_z = -2: Mann–Kendall z of the training loss since the best validation step, at most
 -- param val_z = 2: Mann–Kendall z of validation since its best, at least (a rise, not noise);
 --   with 5 or fewer evaluations after the best, each must instead be above the one before
+-- param noise_k = 3: the rise (median after the best minus the best) in units of validation's
+--   own noise (robust SD from its second differences, which cancel its trend), at least
 WITH val AS (
   SELECT series_id, tag, step, value FROM role_points
   WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
@@ -23,6 +25,12 @@ WITH val AS (
          json_extract(j, '$.last') AS last, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.since_points') AS evals_after
   FROM best
+), noise AS (
+  -- Second differences cancel the curve's own local trend; for iid noise their SD is sqrt(6) sd.
+  SELECT series_id, 1.4826 * tw_mad(d2) / sqrt(6) AS sd FROM (
+    SELECT series_id, value - 2 * lag(value) OVER w + lag(value, 2) OVER w AS d2 FROM val
+    WINDOW w AS (PARTITION BY series_id ORDER BY step))
+  WHERE d2 IS NOT NULL GROUP BY series_id
 ), after AS (
   SELECT b.*, (SELECT tw_median(v.value) FROM val v WHERE v.series_id = b.series_id AND v.step > b.best_step) AS med_after,
          (SELECT json_extract(tw_trend(v.step, v.value), '$.mk_z') FROM val v
@@ -31,7 +39,8 @@ WITH val AS (
            WHERE v.series_id = b.series_id AND v.step >= b.best_step) WHERE fell) AS falls,
          (SELECT tw_trend(p.step, p.value) FROM role_points p
            WHERE p.run_id = :run_id AND p.role = 'train_loss' AND p.value_class = 0 AND p.step >= b.best_step) AS tj,
-         (SELECT tag FROM run_roles WHERE run_id = :run_id AND role = 'train_loss' LIMIT 1) AS train_tag
+         (SELECT tag FROM run_roles WHERE run_id = :run_id AND role = 'train_loss' LIMIT 1) AS train_tag,
+         (SELECT sd FROM noise WHERE noise.series_id = b.series_id) AS val_sd
   FROM b WHERE evals_after >= :min_evals
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
@@ -43,8 +52,9 @@ SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
        json_object('series', tag, 'best_val_step', best_step, 'best_val', best, 'last_val', last,
                    'evaluations_after_best', evals_after, 'train_series', train_tag,
                    'train_trend_z', json_extract(tj, '$.mk_z'), 'train_start', json_extract(tj, '$.start'),
-                   'train_end', json_extract(tj, '$.end'), 'val_trend_z', val_z) AS evidence
+                   'train_end', json_extract(tj, '$.end'), 'val_trend_z', val_z, 'val_noise_sd', val_sd) AS evidence
 FROM after
 WHERE best > 0 AND last >= best * (1 + :min_rise) AND med_after >= best * (1 + :min_rise / 2)
   AND json_extract(tj, '$.mk_z') <= :train_z
   AND (val_z >= :val_z OR (evals_after <= 5 AND falls = 0))
+  AND med_after - best >= :noise_k * COALESCE(val_sd, 0)

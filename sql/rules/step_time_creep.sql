@@ -23,13 +23,21 @@ WITH span AS (
          (SELECT tw_median(p2.value) FROM pts p2 WHERE p2.series_id = pts.series_id AND p2.k <= :recent) AS recent_med,
          min(step) AS first_step, max(step) AS last_step
   FROM pts GROUP BY series_id
+), base AS MATERIALIZED (
+  -- The creep began just after the last step still within 3 noise SDs of the starting level.
+  SELECT agg.*, (SELECT max(q.step) FROM pts q WHERE q.series_id = agg.series_id AND
+                   q.value <= json_extract(agg.j, '$.start') + 3 * json_extract(agg.j, '$.noise_sd')) AS last_base
+  FROM agg
+), onset AS (
+  SELECT base.*, (SELECT min(p.step) FROM pts p WHERE p.series_id = base.series_id AND p.step > base.last_base) AS since
+  FROM base
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ': the last ' || :recent || ' steps took ' || printf('%.3g', recent_med) || ' (median), ' ||
          printf('%.2f', recent_med / med) || 'x the run''s median ' || printf('%.3g', med) ||
          ', and it has been rising steadily (trend z ' || printf('%.1f', json_extract(j, '$.mk_z')) || ')' AS message,
        json_object('series', tag, 'recent_median', recent_med, 'run_median', med, 'ratio', recent_med / med,
                    'trend_z', json_extract(j, '$.mk_z'), 'start', json_extract(j, '$.start'),
                    'end', json_extract(j, '$.end')) AS evidence
-FROM agg WHERE n >= 2 * :recent AND med > 0 AND recent_med >= :ratio * med
+FROM onset WHERE n >= 2 * :recent AND med > 0 AND recent_med >= :ratio * med
   AND json_extract(j, '$.mk_z') >= :trend_z

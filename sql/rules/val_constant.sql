@@ -22,10 +22,19 @@ WITH v AS (
                  AND p.role = 'train_loss' AND p.value_class = 0
                  AND p.step BETWEEN t.first_step AND t.last_step) AS train_values
   FROM tail t WHERE n >= :min_evals AND d = 1
+), stretch AS (
+  -- Where the identical stretch began: the first evaluation after the last different one.
+  SELECT train.*, (SELECT max(w.step) FROM v w WHERE w.series_id = train.series_id AND w.value != train.val) AS last_other,
+         (SELECT count(*) FROM v WHERE v.series_id = train.series_id AND v.value = train.val) AS same
+  FROM train WHERE train_values > 1
+), began AS (
+  SELECT stretch.*, COALESCE((SELECT min(v.step) FROM v WHERE v.series_id = stretch.series_id AND v.step > stretch.last_other),
+                             (SELECT min(v.step) FROM v WHERE v.series_id = stretch.series_id)) AS since
+  FROM stretch
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
-       tag || ' is exactly ' || printf('%.7g', val) || ' at each of the last ' || n ||
-         ' evaluations (steps ' || first_step || ' to ' || last_step || ') while the training loss took ' ||
-         train_values || ' different values' AS message,
-       json_object('series', tag, 'value', val, 'evaluations', n, 'train_values', train_values) AS evidence
-FROM train WHERE train_values > 1
+SELECT series_id, since AS onset_step, since AS first_step, last_step,
+       tag || ' is exactly ' || printf('%.7g', val) || ' at every evaluation from step ' || since || ' to ' ||
+         last_step || ' (' || same || ' evaluations) while the training loss took ' || train_values ||
+         ' different values' AS message,
+       json_object('series', tag, 'value', val, 'evaluations', same, 'since_step', since, 'train_values', train_values) AS evidence
+FROM began

@@ -7,15 +7,26 @@
 --   goes on without improving what you measure.
 -- fix: Stop here and keep the best checkpoint (early stopping), or lower the learning rate
 --   (ReduceLROnPlateau), or add data or regularization if training loss is still falling.
--- param min_delta = 0.001: relative improvement that counts as progress
+-- param min_delta = 0.001: relative improvement that counts as progress (at least; more when
+--   validation's own evaluation-to-evaluation noise is larger)
 -- param patience = 5: evaluations without progress
 -- param patience_seconds = 600: and at least this much of the run's time
-WITH best AS (
-  SELECT series_id, tag, tw_best(step, value, :min_delta) AS j
-  FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
-  GROUP BY series_id
+WITH val AS (
+  SELECT series_id, tag, step, value FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
+), noise AS (
+  -- Validation's own noise, relative: a dip within it is no progress.
+  -- (second differences cancel the curve's own trend; for iid noise their SD is sqrt(6) sd)
+  SELECT series_id, 1.4826 * tw_mad(d2) / sqrt(6) / (SELECT tw_median(v.value) FROM val v WHERE v.series_id = x.series_id) AS rel
+  FROM (SELECT series_id, value - 2 * lag(value) OVER w + lag(value, 2) OVER w AS d2 FROM val
+        WINDOW w AS (PARTITION BY series_id ORDER BY step)) x
+  WHERE d2 IS NOT NULL GROUP BY series_id
+), best AS (
+  SELECT val.series_id, tag, tw_best(step, value, max(:min_delta, COALESCE(noise.rel, 0))) AS j,
+         max(:min_delta, COALESCE(noise.rel, 0)) AS delta
+  FROM val LEFT JOIN noise USING (series_id)
+  GROUP BY val.series_id
 ), b AS (
-  SELECT series_id, tag, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
+  SELECT series_id, tag, delta, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
          json_extract(j, '$.since_points') AS evals, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.last') AS last
   FROM best
@@ -28,7 +39,7 @@ WITH best AS (
   FROM b WHERE evals >= :patience
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
-       tag || ' has not improved by ' || printf('%g', 100 * :min_delta) || '% for ' || evals ||
+       tag || ' has not improved by ' || printf('%.2g', 100 * delta) || '% for ' || evals ||
          ' evaluations (' || printf('%.0f', seconds / 60.0) || ' min) since its best ' || printf('%.4g', best) ||
          ' at step ' || best_step || '; training went on to step ' || train_last AS message,
        json_object('series', tag, 'best_step', best_step, 'best', best, 'evaluations_since', evals,

@@ -136,7 +136,25 @@ void TrendFinal(Acc& a, sqlite3_context* ctx) {
   j.Num("n", static_cast<double>(s.value.size()));
   if (s.value.size() >= 3) {
     auto [start, end] = EndLevels(s.value);
-    j.Num("slope", stats::TheilSenSlope(s.step, s.value))
+    const double slope = stats::TheilSenSlope(s.step, s.value);
+    // The noise around the fitted line (robust SD of the residuals), and from it the standard
+    // error of the line's total change over the span: for evenly spread points a least-squares
+    // slope's SE times the span is sd * sqrt(12 / n); Theil–Sen is close to that.
+    std::vector<double> resid(s.value.size());
+    const double mid_x = stats::Median(s.step), mid_y = stats::Median(s.value);
+    for (size_t i = 0; i < resid.size(); ++i) resid[i] = s.value[i] - (mid_y + slope * (s.step[i] - mid_x));
+    const double sd = 1.4826 * stats::Mad(resid, stats::Median(resid));
+    const double span = s.step.back() - s.step.front();
+    // Point-to-point noise, from second differences (they cancel a local linear trend, so a
+    // curve that is flat and then rises does not inflate it): for iid noise SD(d2) = sqrt(6) sd.
+    std::vector<double> d2;
+    for (size_t i = 2; i < s.value.size(); ++i) d2.push_back(s.value[i] - 2 * s.value[i - 1] + s.value[i - 2]);
+    const double noise = 1.4826 * stats::Mad(d2, stats::Median(d2)) / std::sqrt(6.0);
+    j.Num("slope", slope)
+        .Num("noise_sd", noise)
+        .Num("change", slope * span)
+        .Num("change_se", sd * std::sqrt(12.0 / static_cast<double>(s.value.size())))
+        .Num("resid_sd", sd)
         .Num("mk_z", stats::MannKendallZ(s.value))
         .Num("first_step", s.step.front())
         .Num("last_step", s.step.back())
@@ -263,6 +281,22 @@ void SwingsFinal(Acc& a, sqlite3_context* ctx) {
   ResultJson(ctx, j);
 }
 
+// The first step where the curve, smoothed by a centered rolling median of `window` points,
+// is at or below `threshold`: where a noisy curve really reaches a level (a raw point gets
+// there early by noise). NULL when it never does.
+void FirstBelowFinal(Acc& a, sqlite3_context* ctx) {
+  const double threshold = Arg(a, 0, 0);
+  const size_t w = static_cast<size_t>(std::max(1.0, Arg(a, 1, 5)));
+  Series s = Sorted(a, false);
+  const size_t n = s.value.size(), half = w / 2;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t lo = i >= half ? i - half : 0, hi = std::min(n, i + half + 1);
+    if (stats::Median(std::span(s.value).subspan(lo, hi - lo)) <= threshold)
+      return sqlite3_result_double(ctx, s.step[i]);
+  }
+  sqlite3_result_null(ctx);
+}
+
 void BestFinal(Acc& a, sqlite3_context* ctx) {
   Series s = Sorted(a, false);
   stats::BestSoFar b = stats::BestSoFarMin(s.value, Arg(a, 0, 1e-3));
@@ -294,6 +328,30 @@ std::vector<double> ParseNumberList(const std::string& text) {
   return out;
 }
 
+// The level change across each boundary step: the median of the `w` points after it minus the
+// median of the `w` points before, in standard errors of that difference (from the windows'
+// robust spread; a median's SE is about 1.2533 sd / sqrt(w)). The same at mid-epoch points
+// gives a control: a trend shifts every window alike, a boundary effect only the boundaries.
+struct Shift {
+  bool ok = false;
+  double before = 0, after = 0, z = 0;
+};
+
+Shift ShiftAt(const Series& s, double at, size_t w) {
+  const size_t k = static_cast<size_t>(std::lower_bound(s.step.begin(), s.step.end(), at) - s.step.begin());
+  Shift out;
+  if (k < w || k + w > s.step.size()) return out;
+  std::span<const double> before(s.value.data() + k - w, w), after(s.value.data() + k, w);
+  out.before = stats::Median(before);
+  out.after = stats::Median(after);
+  const double sd = 1.4826 * std::max(stats::Mad(before, out.before), stats::Mad(after, out.after));
+  const double se = 1.2533 * sd * std::sqrt(2.0 / static_cast<double>(w));
+  const double diff = out.after - out.before;
+  out.z = se > 0 ? diff / se : (diff > 0 ? 1e9 : diff < 0 ? -1e9 : 0);
+  out.ok = true;
+  return out;
+}
+
 void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
   const size_t w = static_cast<size_t>(std::max(3.0, Arg(a, 1, 10)));
   const double zthr = Arg(a, 2, 3);
@@ -301,35 +359,45 @@ void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
   std::vector<double> bounds = ParseNumberList(a.text_arg);
   std::sort(bounds.begin(), bounds.end());
   Json jumps = Json::Array();
-  int64_t evaluated = 0, up = 0, run = 0, best_run = 0;
-  double last_up_step = NAN, first_up_step = NAN;
-  for (double b : bounds) {
-    const auto it = std::lower_bound(s.step.begin(), s.step.end(), b);
-    const size_t k = static_cast<size_t>(it - s.step.begin());
-    if (k < w || k + w > s.step.size()) continue;
-    std::span<const double> before(s.value.data() + k - w, w), after(s.value.data() + k, w);
-    const double mb = stats::Median(before), ma = stats::Median(after);
-    const double d = 1.4826 * std::max(stats::Mad(before, mb), stats::Mad(after, ma));
-    const double z = d > 0 ? (ma - mb) / d : (ma > mb ? 1e9 : 0);
+  int64_t evaluated = 0, up = 0, down = 0, run_up = 0, run_down = 0, best_up = 0, best_down = 0;
+  double first_up = NAN, first_down = NAN, last_up = NAN, last_down = NAN;
+  std::vector<double> boundary_abs, control_abs;
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    const double b = bounds[i];
+    if (i + 1 < bounds.size())
+      if (Shift c = ShiftAt(s, (b + bounds[i + 1]) / 2, w); c.ok) control_abs.push_back(std::fabs(c.z));
+    Shift sh = ShiftAt(s, b, w);
+    if (!sh.ok) continue;
     evaluated++;
-    const bool is_up = z > zthr;
+    boundary_abs.push_back(std::fabs(sh.z));
+    const bool is_up = sh.z > zthr, is_down = sh.z < -zthr;
+    run_up = is_up ? run_up + 1 : 0;
+    run_down = is_down ? run_down + 1 : 0;
+    best_up = std::max(best_up, run_up);
+    best_down = std::max(best_down, run_down);
     if (is_up) {
       up++;
-      run++;
-      best_run = std::max(best_run, run);
-      if (std::isnan(first_up_step)) first_up_step = b;
-      last_up_step = b;
-    } else {
-      run = 0;
+      if (std::isnan(first_up)) first_up = b;
+      last_up = b;
+    }
+    if (is_down) {
+      down++;
+      if (std::isnan(first_down)) first_down = b;
+      last_down = b;
     }
     Json e;
-    e.Num("step", b).Num("before", Back(s, mb)).Num("after", Back(s, ma)).Num("z", z);
+    e.Num("step", b).Num("before", Back(s, sh.before)).Num("after", Back(s, sh.after)).Num("z", sh.z);
     jumps.Push(e);
   }
   Json j;
   j.Num("boundaries", static_cast<double>(bounds.size())).Num("evaluated", static_cast<double>(evaluated))
-      .Num("up", static_cast<double>(up)).Num("max_consecutive_up", static_cast<double>(best_run))
-      .Num("first_up_step", first_up_step).Num("last_up_step", last_up_step)
+      .Num("up", static_cast<double>(up)).Num("down", static_cast<double>(down))
+      .Num("max_consecutive_up", static_cast<double>(best_up))
+      .Num("max_consecutive_down", static_cast<double>(best_down))
+      .Num("first_up_step", first_up).Num("last_up_step", last_up)
+      .Num("first_down_step", first_down).Num("last_down_step", last_down)
+      .Num("boundary_median_abs_z", stats::Median(boundary_abs))
+      .Num("control_median_abs_z", stats::Median(control_abs))
       .Json_("jumps", jumps.LastItems(12));
   ResultJson(ctx, j);
 }
@@ -433,6 +501,7 @@ const Def kDefs[] = {
     {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},
     {"tw_best", 3, true, FinalFn<BestFinal>},
     {"tw_swings", 3, true, FinalFn<SwingsFinal>},
+    {"tw_first_below", 4, true, FinalFn<FirstBelowFinal>},
     {"tw_boundary_jumps", 5, true, FinalFn<BoundaryJumpsFinal>},
     {"tw_period", 4, true, FinalFn<PeriodFinal>},
     {"tw_powerlaw", 3, true, FinalFn<PowerLawFinal>},
