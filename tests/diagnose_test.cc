@@ -10,6 +10,8 @@
 #include <random>
 #include <thread>
 
+#include <unistd.h>
+
 #include "diagnose/engine.h"
 #include "diagnose/findings.h"
 #include "diagnose/report.h"
@@ -338,15 +340,38 @@ TEST_F(DiagnoseTest, ClipSaturationUsesTheHparamThreshold) {
   EXPECT_TRUE(Of(ev, "grad_clip_saturation", "fine").empty());
 }
 
-TEST_F(DiagnoseTest, StaleRunOnlyWithinTheHorizonAndWithoutACleanEnd) {
+// Silence alone is not staleness: most silent runs finished (PyTorch logs no end). A stale run
+// needs evidence it was not done, and a logged clean end rules it out.
+TEST_F(DiagnoseTest, StaleRunNeedsEvidenceThatTheRunWasNotDone) {
   const double now = kT0 + 1e5;
-  WriteRun("hung", 400, {{"loss", HealthyLoss()}}, {}, now - 3600 - 400 * kDt);  // silent 1 h
-  WriteRun("live", 400, {{"loss", HealthyLoss()}}, {}, now - 10 - 400 * kDt);    // 10 s ago
-  WriteRun("ancient", 400, {{"loss", HealthyLoss()}}, {}, now - 30 * 86400.0);   // history
+  const double hour_ago = now - 3600 - 400 * kDt;  // 400 steps, the last an hour ago
+  auto cosine = [](int64_t t) { return 1e-3 * (0.5 + 0.5 * std::cos(M_PI * t / 800.0)); };  // planned for 800
+  // Hung: its writer (this test process, on this host) still runs.
+  {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    EventFileWriter w(Root() + "/hung/" + testing::EventFileName(1700000000, host, ::getpid(), 0));
+    w.Add(testing::FileVersionEvent(hour_ago));
+    for (int64_t t = 0; t < 400; ++t) w.Add(SimpleScalarEvent("loss", t, hour_ago + t * kDt, 1.0f));
+    w.Flush();
+  }
+  WriteRun("died_mid_schedule", 400, {{"loss", HealthyLoss()}, {"lr", cosine, 10}}, {}, hour_ago);
+  WriteRun("short_of_plan", 400, {{"loss", HealthyLoss()}},
+           {testing::HParamsStartEvent(hour_ago, {{"max_steps", 1000.0}}, false)}, hour_ago);
+  WriteRun("finished", 400, {{"loss", HealthyLoss()}}, {}, hour_ago);  // no evidence either way
+  WriteRun("stopped_cleanly", 400, {{"loss", HealthyLoss()}, {"lr", cosine, 10}},
+           {testing::SessionLogEvent(399, hour_ago + 399 * kDt, 2)}, hour_ago);
+  WriteRun("live", 400, {{"loss", HealthyLoss()}, {"lr", cosine, 10}}, {}, now - 10 - 400 * kDt);
+  WriteRun("ancient", 400, {{"loss", HealthyLoss()}, {"lr", cosine, 10}}, {}, now - 30 * 86400.0);
   Evaluation ev = Evaluate({}, now);
-  EXPECT_EQ(Of(ev, "stale_run", "hung").size(), 1u);
-  EXPECT_TRUE(Of(ev, "stale_run", "live").empty());
-  EXPECT_TRUE(Of(ev, "stale_run", "ancient").empty());
+  ASSERT_EQ(Of(ev, "stale_run", "hung").size(), 1u);
+  EXPECT_NE(Of(ev, "stale_run", "hung")[0].message.find("still runs on this host"), std::string::npos);
+  ASSERT_EQ(Of(ev, "stale_run", "died_mid_schedule").size(), 1u);
+  EXPECT_NE(Of(ev, "stale_run", "died_mid_schedule")[0].message.find("still decaying"), std::string::npos);
+  ASSERT_EQ(Of(ev, "stale_run", "short_of_plan").size(), 1u);
+  EXPECT_NE(Of(ev, "stale_run", "short_of_plan")[0].message.find("of a planned 1000"), std::string::npos);
+  for (const char* quiet : {"finished", "stopped_cleanly", "live", "ancient"})
+    EXPECT_TRUE(Of(ev, "stale_run", quiet).empty()) << quiet;
 }
 
 TEST_F(DiagnoseTest, ThresholdsComeFromConfig) {

@@ -2,6 +2,7 @@
 -- title: Loss is exactly constant
 -- severity: critical
 -- roles: train_loss
+-- inhibited_by: non_finite_loss
 -- cause: Nothing is being trained: the loss is computed from a detached tensor (.detach(),
 --   .item() in the graph, torch.no_grad around the forward), the optimizer holds other
 --   parameters than the model computing the loss, the learning rate is 0, or the same stale

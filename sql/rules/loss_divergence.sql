@@ -12,6 +12,9 @@
 -- param ratio = 2: smoothed loss now over its best, at least
 -- param trend_z = 3: Mann–Kendall z of the loss since its best, at least (a persistent rise)
 -- param min_frac = 0.05: the rise spans at least this fraction of the run's steps
+-- param sustained_ratio = 1.5: or a smaller rise, at least this many times the best, ...
+-- param sustained_z = 5: ... with a trend at least this strong ...
+-- param sustained_frac = 0.25: ... over at least this fraction of the run
 --
 -- Method: the loss on a log scale, smoothed by a rolling median; its best (lowest) level and
 -- where it was; the current level. Diverging when the current level is `ratio` times the best,
@@ -38,4 +41,6 @@ SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
                    'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
                    'smoothing_window', :window) AS evidence
 FROM v
-WHERE ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac AND ratio >= 0.7 * peak
+WHERE ratio >= 0.7 * peak
+  AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
+       OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac))

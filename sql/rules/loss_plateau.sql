@@ -19,7 +19,7 @@
 -- param max_progress = 0.015: improvement over the flat stretch (relative, Theil–Sen on log-loss), at most
 -- param max_progress_upper = 0.05: and confidently less than this (estimate + 2 standard errors)
 -- param min_drop = 0.2: a drop of this much (relative) before the flat part makes it "after a drop"
--- param stuck_min_points = 300: a run flat from the start is called stuck only after this many points
+-- param stuck_min_points = 150: a run flat from the start is called stuck only after this many points
 -- param lr_low = 0.2: quiet when the LR at the flat stretch's start is at most this fraction of its peak
 --
 -- A plateau must be shown, not merely not disproved. The flat stretch runs from where the

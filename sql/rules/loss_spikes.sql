@@ -13,13 +13,15 @@
 -- param z = 8: modified z (median/MAD of log-loss) that makes a point a spike
 -- param min_ratio = 1.5: a spike must also be this many times the running level
 -- param recover_points = 50: points after a spike within which it must come back
--- param min_count = 3: spikes of at least recurring_ratio that make them recurring
--- param recurring_ratio = 3: how big those must be (2-3x spikes that recover are normal)
--- param many = 6: or this many spikes of at least min_ratio
+-- param min_count = 3: spikes of at least big_ratio worth mentioning (as information, when they
+--   all recovered: isolated spikes that recover are normal, however tall)
+-- param big_ratio = 3: how big those must be
+-- param many = 6: this many spikes of at least min_ratio are recurring: a warning
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
 --
--- Isolated spikes of 2-3x that recover are normal (especially early) and stay quiet; this
--- fires for recurring spikes, or for one that left the loss at a higher level.
+-- Isolated spikes that recover are normal (especially early): 2-3x ones stay quiet, a few tall
+-- ones are information (look at those batches). A warning is for recurring spikes (many), or
+-- for one that left the loss at a higher level.
 WITH span AS (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
 ), s AS (
@@ -31,7 +33,7 @@ WITH span AS (
 ), big AS (
   SELECT s.series_id, s.tag, count(*) AS n,
          sum(json_extract(e.value, '$.recovered') = 0) AS unrecovered,
-         sum(json_extract(e.value, '$.ratio') >= :recurring_ratio) AS big,
+         sum(json_extract(e.value, '$.ratio') >= :big_ratio) AS big,
          min(json_extract(e.value, '$.step')) AS first_step,
          max(json_extract(e.value, '$.step')) AS last_step,
          max(json_extract(e.value, '$.ratio')) AS max_ratio,
@@ -42,6 +44,7 @@ WITH span AS (
   GROUP BY s.series_id
 )
 SELECT series_id, first_step AS onset_step, first_step, last_step,
+       CASE WHEN n >= :many OR unrecovered > 0 THEN 'warning' ELSE 'info' END AS severity,
        tag || ': ' || n || ' spike' || CASE WHEN n > 1 THEN 's' ELSE '' END ||
          ' between steps ' || first_step || ' and ' || last_step || ' (up to ' ||
          printf('%.1f', max_ratio) || 'x the running level, robust z up to ' || printf('%.0f', max_z) || ')' ||

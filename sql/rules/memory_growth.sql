@@ -25,10 +25,13 @@ WITH span AS (
          json_extract(j, '$.noise_sd') AS sd
   FROM t
 ), base AS MATERIALIZED (
-  -- Growth began just after the last reading still within 3 noise SDs of the starting level.
+  -- Growth began just after the last reading still within 3 noise SDs of the level the whole
+  -- series started at (the first tenth of it, warmup included).
   SELECT v.*, (SELECT max(q.step) FROM role_points q WHERE q.run_id = :run_id AND q.series_id = v.series_id
-                 AND q.value <= v.start + 3 * v.sd) AS last_base
-  FROM v
+                 AND q.value <= w.start + 3 * w.sd) AS last_base
+  FROM v, (SELECT json_extract(j, '$.start') AS start, json_extract(j, '$.noise_sd') AS sd FROM
+             (SELECT tw_trend(step, value) AS j FROM role_points WHERE run_id = :run_id AND role = 'memory'
+                AND value_class = 0)) w
 ), onset AS (
   SELECT base.*, (SELECT min(p.step) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = base.series_id
                     AND p.step > base.last_base) AS since

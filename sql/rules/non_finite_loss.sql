@@ -12,7 +12,8 @@
 -- Two forms. The plain one: a loss series (train or validation) holds NaN/Inf; critical while
 -- its latest value is non-finite (the run is producing garbage now), a warning when it came
 -- back. The masked one: the HF Trainer replaces a NaN loss by the logging window's average
--- (logging_nan_inf_filter), so its loss looks finite while grad_norm is NaN/Inf.
+-- (logging_nan_inf_filter), so its training loss looks finite while grad_norm is NaN/Inf
+-- (reported whenever the training loss is finite, even when validation is NaN too).
 WITH loss AS (
   SELECT series_id, tag, role,
          count(*) AS n,
@@ -68,4 +69,4 @@ SELECT g.series_id,
                    'points', g.n, 'latest_is_non_finite', g.last_class != 0, 'masked', 1)
 FROM grad g
 WHERE (g.bad >= :grad_min_nonfinite OR (g.bad > 0 AND g.last_class != 0))
-  AND NOT EXISTS (SELECT 1 FROM loss_detail)
+  AND NOT EXISTS (SELECT 1 FROM loss_detail WHERE role = 'train_loss')

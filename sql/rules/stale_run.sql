@@ -1,9 +1,9 @@
 -- id: stale_run
--- title: Run stopped writing without ending
+-- title: Run stopped writing before it was done
 -- severity: warning
 -- scope: all
--- cause: The training process hung (a deadlock in a collective, a stuck data loader worker, a
---   full disk) or died without a clean shutdown (killed for memory, preempted, a node lost).
+-- cause: The training process hangs (a deadlock in a collective, a stuck data-loader worker, a
+--   full disk) or died without finishing (killed for memory, preempted, a node lost).
 -- fix: Check the process and its logs (dmesg for the OOM killer, the scheduler's record of the
 --   job); if it died, resume from the last checkpoint; if it hangs, py-spy dump shows where.
 -- param gap_mult = 10: silent for this many times its median logging interval, at least
@@ -11,37 +11,75 @@
 -- param min_silence = 300: and at least this long (writers flush every 120 s by default)
 -- param horizon = 259200: runs silent for longer than this (3 days) are finished history
 -- param rhythm_points = 50: recent points that define the logging rhythm
+-- param lr_moving = 0.05: the LR fell by this much (relative) over the last 5% of its span ...
+-- param lr_high = 0.15: ... while still above this fraction of its peak: mid-schedule
+-- param planned_frac = 0.95: a planned end (hparams max_steps, ...) not reached by this fraction
 --
--- The writer's own wall times: when the newest point was logged, and how the last points
--- were spaced. A run that logged a clean end (SessionLog STOP) is never stale.
+-- Silence alone is not enough: most silent runs simply finished, and a PyTorch SummaryWriter
+-- logs no end. A stale run needs evidence that it was not done: its writer process still runs
+-- on this host but writes nothing (hung); its LR schedule was still decaying, well above its
+-- end, when it stopped;
+-- or it stopped short of a planned end in its hyperparameters. A logged clean end (SessionLog
+-- STOP, the HF Trainer's end-of-training summary) rules it out. The writer's wall clock is
+-- compared with this machine's: a skewed clock is misjudged.
 WITH main AS (
-  SELECT rr.run_id, rr.series_id, rr.tag, r.name AS run
+  SELECT rr.run_id, rr.series_id, rr.tag, rr.source_run_id, r.name AS run
   FROM run_roles rr JOIN runs r ON r.run_id = rr.run_id
   WHERE rr.role = 'train_loss'
     AND NOT EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = rr.source_run_id AND e.kind = 'stop')
+    AND NOT EXISTS (SELECT 1 FROM series s WHERE s.run_id = rr.source_run_id AND s.tag = 'train/train_runtime')
 ), recent AS (
-  SELECT m.run_id, m.series_id, m.tag, m.run,
+  SELECT m.*,
          (SELECT max(wall_time) FROM (SELECT wall_time FROM scalars p WHERE p.series_id = m.series_id
             AND p.superseded = 0 ORDER BY step DESC LIMIT :rhythm_points)) AS last_wall,
          (SELECT max(step) FROM scalars p WHERE p.series_id = m.series_id AND p.superseded = 0) AS last_step
   FROM main m
-), fresh AS (
+), silent AS MATERIALIZED (
   SELECT * FROM recent WHERE last_wall IS NOT NULL AND :now - last_wall BETWEEN :min_silence AND :horizon
-), gaps AS (
+), gaps AS MATERIALIZED (
   SELECT f.*, (SELECT tw_median(g) FROM (SELECT wall_time - lag(wall_time) OVER (ORDER BY step) AS g
                  FROM (SELECT step, wall_time FROM scalars p WHERE p.series_id = f.series_id AND p.superseded = 0
                        ORDER BY step DESC LIMIT :rhythm_points)) WHERE g IS NOT NULL) AS med_gap,
               (SELECT tw_quantile(g, 0.99) FROM (SELECT wall_time - lag(wall_time) OVER (ORDER BY step) AS g
                  FROM (SELECT step, wall_time FROM scalars p WHERE p.series_id = f.series_id AND p.superseded = 0
                        ORDER BY step DESC LIMIT :rhythm_points)) WHERE g IS NOT NULL) AS p99_gap
-  FROM fresh f
+  FROM silent f
+), overdue AS MATERIALIZED (
+  SELECT * FROM gaps WHERE med_gap IS NOT NULL AND :now - last_wall > max(:gap_mult * med_gap, p99_gap + :grace, :min_silence)
+), evidence AS (
+  SELECT o.*,
+         (SELECT max(tw_writer_alive(so.path)) FROM sources so WHERE so.run_id = o.source_run_id
+            AND so.status = 'active') AS alive,
+         (SELECT max(rr.series_id) FROM run_roles rr WHERE rr.run_id = o.run_id AND rr.role = 'lr') AS lr_series,
+         (SELECT max(h.value) FROM run_hparams h WHERE h.run_id = o.source_run_id AND h.value_type = 'number'
+            AND lower(h.key) IN ('max_steps', 'total_steps', 'num_training_steps', 'train_steps', 'max_iters', 'total_iters')) AS planned
+  FROM overdue o
+), lr AS (
+  SELECT e.*,
+         (SELECT max(value) FROM scalars WHERE series_id = e.lr_series AND superseded = 0) AS lr_peak,
+         (SELECT value FROM scalars WHERE series_id = e.lr_series AND superseded = 0 ORDER BY step DESC LIMIT 1) AS lr_last,
+         -- The LR 5% of its span before its last point.
+         (SELECT value FROM scalars WHERE series_id = e.lr_series AND superseded = 0
+            AND step <= (SELECT max(step) - 0.05 * (max(step) - min(step)) FROM scalars WHERE series_id = e.lr_series)
+            ORDER BY step DESC LIMIT 1) AS lr_before
+  FROM evidence e
+), judged AS (
+  SELECT lr.*,
+         CASE WHEN alive = 1 THEN 'its writer (pid in the file name) still runs on this host but has written nothing'
+              WHEN planned IS NOT NULL AND last_step < :planned_frac * planned
+                THEN 'it stopped at step ' || last_step || ' of a planned ' || CAST(planned AS INTEGER)
+              WHEN lr_peak > 0 AND lr_last > :lr_high * lr_peak AND lr_before > 0
+                   AND lr_before - lr_last >= :lr_moving * lr_before  -- still decaying
+                THEN 'its learning-rate schedule was still decaying (' || printf('%.3g', lr_before) || ' -> ' ||
+                     printf('%.3g', lr_last) || ') when it stopped'
+         END AS why
+  FROM lr
 )
 SELECT run_id, series_id, last_step AS onset_step, last_step AS first_step, last_step,
        run || ': nothing new for ' || printf('%.0f', (:now - last_wall) / 60.0) || ' min (last point: ' || tag ||
-         ' at step ' || last_step || '), while it logged every ' || printf('%.3g', med_gap) ||
-         ' s (median; slowest ' || printf('%.3g', p99_gap) || ' s) before, and no clean end was logged' AS message,
+         ' at step ' || last_step || ', logged every ' || printf('%.3g', med_gap) || ' s before), and ' || why ||
+         CASE WHEN alive = 1 THEN ': hung' ELSE ': it did not finish' END AS message,
        json_object('last_wall_time', last_wall, 'silent_seconds', :now - last_wall, 'median_gap', med_gap,
-                   'p99_gap', p99_gap, 'last_step', last_step) AS evidence
-FROM gaps
-WHERE med_gap IS NOT NULL
-  AND :now - last_wall > max(:gap_mult * med_gap, p99_gap + :grace, :min_silence)
+                   'p99_gap', p99_gap, 'last_step', last_step, 'writer_alive', alive, 'planned_steps', planned,
+                   'lr_last', lr_last, 'lr_peak', lr_peak) AS evidence
+FROM judged WHERE why IS NOT NULL

@@ -26,8 +26,9 @@ WITH span AS (
 ), base AS MATERIALIZED (
   -- The creep began just after the last step still within 3 noise SDs of the starting level.
   SELECT agg.*, (SELECT max(q.step) FROM pts q WHERE q.series_id = agg.series_id AND
-                   q.value <= json_extract(agg.j, '$.start') + 3 * json_extract(agg.j, '$.noise_sd')) AS last_base
-  FROM agg
+                   q.value <= json_extract(w.j, '$.start') + 3 * json_extract(w.j, '$.noise_sd')) AS last_base
+  FROM agg, (SELECT tw_trend(step, value) AS j FROM role_points WHERE run_id = :run_id AND role = 'step_time'
+               AND value_class = 0) w
 ), onset AS (
   SELECT base.*, (SELECT min(p.step) FROM pts p WHERE p.series_id = base.series_id AND p.step > base.last_base) AS since
   FROM base

@@ -9,6 +9,7 @@
 
 #include "cli/flags.h"
 #include "cli/format.h"
+#include "diagnose/sql_functions.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
 
@@ -36,7 +37,8 @@ constexpr const char* kQueryHelp = R"(usage: trainwatch query --db FILE [--forma
 
 Runs SQL on a read-only connection (safe beside a running ingest or daemon) and prints the
 rows. The documented views are scalar_points, scalar_points_all, histogram_points,
-text_points, run_hparams and run_summary (see docs/schema.md).
+text_points, run_hparams and run_summary (see docs/schema.md); the diagnosis functions
+(tw_trend, tw_spikes, tw_median, ..., see docs/diagnosis.md) are available too.
 
 options:
   --db FILE         the store (required)
@@ -162,6 +164,11 @@ int RunQuery(const std::string& db_path, const std::string& sql, Format format) 
   Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(db_path);
   if (!db.ok()) {
     std::cerr << "trainwatch: " << db.status().message() << "\n";
+    return 1;
+  }
+  // The diagnosis functions (tw_trend, tw_spikes, ...) work in ad hoc queries too.
+  if (Status st = diagnose::RegisterSqlFunctions(**db); !st.ok()) {
+    std::cerr << "trainwatch: " << st.message() << "\n";
     return 1;
   }
   Result<store::Stmt> stmt = (*db)->Prepare(sql);

@@ -1,6 +1,10 @@
 #include "diagnose/sql_functions.h"
 
+#include <signal.h>
 #include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -216,7 +220,7 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
       .Num("pending", static_cast<double>(pending)).Num("max_z", max_z).Num("max_ratio", max_ratio)
       .Num("first_step", first_step).Num("last_step", last_step)
       .Num("series_last_step", n ? s.step.back() : NAN)
-      .Json_("spikes", spikes.LastItems(20));
+      .Json_("spikes", spikes.LastItems(500));
   ResultJson(ctx, j);
 }
 
@@ -328,24 +332,58 @@ std::vector<double> ParseNumberList(const std::string& text) {
   return out;
 }
 
-// The level change across each boundary step: the median of the `w` points after it minus the
-// median of the `w` points before, in standard errors of that difference (from the windows'
-// robust spread; a median's SE is about 1.2533 sd / sqrt(w)). The same at mid-epoch points
+// The level change across each boundary step: lines through the `w` points either side, read at
+// the boundary, in standard errors of their difference (sd: the series' point-to-point noise). The same at mid-epoch points
 // gives a control: a trend shifts every window alike, a boundary effect only the boundaries.
 struct Shift {
   bool ok = false;
   double before = 0, after = 0, z = 0;
 };
 
-Shift ShiftAt(const Series& s, double at, size_t w) {
-  const size_t k = static_cast<size_t>(std::lower_bound(s.step.begin(), s.step.end(), at) - s.step.begin());
+// Point-to-point noise from second differences: they cancel a local trend (a sawtooth's
+// within-epoch rise) that a window's own spread would count as noise. For iid noise
+// SD(d2) = sqrt(6) sd.
+double NoiseSd(const std::vector<double>& y) {
+  std::vector<double> d2;
+  for (size_t i = 2; i < y.size(); ++i) d2.push_back(y[i] - 2 * y[i - 1] + y[i - 2]);
+  return 1.4826 * stats::Mad(d2, stats::Median(d2)) / std::sqrt(6.0);
+}
+
+Shift ShiftAt(const Series& s, double at, size_t w, double sd) {
+  const size_t k0 = static_cast<size_t>(std::lower_bound(s.step.begin(), s.step.end(), at) - s.step.begin());
   Shift out;
-  if (k < w || k + w > s.step.size()) return out;
+  // The given step is only known to within the logging interval of the tag that marks it
+  // (an epoch tag logged every 10 steps puts the boundary up to 10 steps late): split where
+  // the medians differ most within half a window of it. Controls are placed the same way.
+  const size_t r = w / 2;
+  size_t k = k0;
+  double best = -1;
+  for (size_t c = k0 >= r ? k0 - r : 0; c <= k0 + r; ++c) {
+    if (c < w || c + w > s.step.size()) continue;
+    const double d = std::fabs(stats::Median(std::span(s.value.data() + c, w)) -
+                               stats::Median(std::span(s.value.data() + c - w, w)));
+    if (d > best) best = d, k = c;
+  }
+  if (best < 0) return out;
+  // The discontinuity: a line through each window (Theil–Sen over positions), both read at the
+  // boundary (position k - 0.5). A trend through both windows cancels; only a break remains.
+  std::vector<double> xb(w), xa(w);
+  for (size_t i = 0; i < w; ++i) {
+    xb[i] = static_cast<double>(k - w + i);
+    xa[i] = static_cast<double>(k + i);
+  }
   std::span<const double> before(s.value.data() + k - w, w), after(s.value.data() + k, w);
-  out.before = stats::Median(before);
-  out.after = stats::Median(after);
-  const double sd = 1.4826 * std::max(stats::Mad(before, out.before), stats::Mad(after, out.after));
-  const double se = 1.2533 * sd * std::sqrt(2.0 / static_cast<double>(w));
+  const double edge = static_cast<double>(k) - 0.5;
+  auto level_at = [&](const std::vector<double>& x, std::span<const double> y) {
+    const double slope = stats::TheilSenSlope(x, y);
+    std::vector<double> icpt(w);
+    for (size_t i = 0; i < w; ++i) icpt[i] = y[i] - (std::isnan(slope) ? 0 : slope) * x[i];
+    return stats::Median(icpt) + (std::isnan(slope) ? 0 : slope) * edge;
+  };
+  out.before = level_at(xb, before);
+  out.after = level_at(xa, after);
+  // A line's value at a window's end has an SE of about 2 sd / sqrt(w); two of them.
+  const double se = sd * std::sqrt(8.0 / static_cast<double>(w));
   const double diff = out.after - out.before;
   out.z = se > 0 ? diff / se : (diff > 0 ? 1e9 : diff < 0 ? -1e9 : 0);
   out.ok = true;
@@ -362,11 +400,12 @@ void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
   int64_t evaluated = 0, up = 0, down = 0, run_up = 0, run_down = 0, best_up = 0, best_down = 0;
   double first_up = NAN, first_down = NAN, last_up = NAN, last_down = NAN;
   std::vector<double> boundary_abs, control_abs;
+  const double sd = NoiseSd(s.value);
   for (size_t i = 0; i < bounds.size(); ++i) {
     const double b = bounds[i];
     if (i + 1 < bounds.size())
-      if (Shift c = ShiftAt(s, (b + bounds[i + 1]) / 2, w); c.ok) control_abs.push_back(std::fabs(c.z));
-    Shift sh = ShiftAt(s, b, w);
+      if (Shift c = ShiftAt(s, (b + bounds[i + 1]) / 2, w, sd); c.ok) control_abs.push_back(std::fabs(c.z));
+    Shift sh = ShiftAt(s, b, w, sd);
     if (!sh.ok) continue;
     evaluated++;
     boundary_abs.push_back(std::fabs(sh.z));
@@ -485,6 +524,41 @@ void SparklineFinal(Acc& a, sqlite3_context* ctx) {
   sqlite3_result_text(ctx, out.data(), static_cast<int>(out.size()), SQLITE_TRANSIENT);
 }
 
+// tw_writer_alive(path): whether the process that writes an event file still runs. The file
+// name says who writes it (events.out.tfevents.<secs>.<host>.<pid>.<n>[.v2]); on this host a
+// pid that exists (kill 0 succeeds, or says EPERM) is alive: 1, else 0. Another host, or a
+// name that does not say: NULL. (A pid reused since is taken for the writer: rare, and only
+// ever makes a silent run look hung rather than dead.)
+void WriterAliveFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const unsigned char* raw = sqlite3_value_text(argv[0]);
+  if (!raw) return sqlite3_result_null(ctx);
+  std::string name(reinterpret_cast<const char*>(raw));
+  name = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
+  const std::string marker = "tfevents.";
+  const size_t m = name.find(marker);
+  if (m == std::string::npos) return sqlite3_result_null(ctx);
+  std::vector<std::string> parts;
+  for (size_t p = m + marker.size(), q; p <= name.size(); p = q + 1) {
+    q = name.find('.', p);
+    if (q == std::string::npos) q = name.size();
+    parts.push_back(name.substr(p, q - p));
+  }
+  if (!parts.empty() && parts.back() == "v2") parts.pop_back();
+  if (parts.size() < 4) return sqlite3_result_null(ctx);  // secs, host..., pid, counter
+  const std::string& pid_text = parts[parts.size() - 2];
+  std::string host;
+  for (size_t i = 1; i + 2 < parts.size(); ++i) host += (host.empty() ? "" : ".") + parts[i];
+  char here[256] = {0};
+  if (::gethostname(here, sizeof here - 1) != 0) return sqlite3_result_null(ctx);
+  const std::string ours(here);
+  const bool same = host == ours || host.substr(0, host.find('.')) == ours.substr(0, ours.find('.'));
+  char* end = nullptr;
+  const long pid = std::strtol(pid_text.c_str(), &end, 10);
+  if (!same || pid <= 0 || *end) return sqlite3_result_null(ctx);
+  const bool alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  sqlite3_result_int(ctx, alive ? 1 : 0);
+}
+
 struct Def {
   const char* name;
   int nargs;
@@ -511,6 +585,9 @@ const Def kDefs[] = {
 }  // namespace
 
 Status RegisterSqlFunctions(store::Db& db) {
+  if (sqlite3_create_function_v2(db.raw(), "tw_writer_alive", 1, SQLITE_UTF8, nullptr, WriterAliveFn,
+                                 nullptr, nullptr, nullptr) != SQLITE_OK)
+    return db.Error("registering tw_writer_alive");
   for (const Def& d : kDefs) {
     const int rc = sqlite3_create_function_v2(db.raw(), d.name, d.nargs, SQLITE_UTF8, nullptr,
                                               nullptr, d.with_step ? StepFn<true> : StepFn<false>,

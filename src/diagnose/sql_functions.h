@@ -14,6 +14,7 @@
 //   tw_period(step, value, min_points, max_points)       dominant period of the differences
 //   tw_powerlaw(step, value, target_step)                L = e + a t^-alpha fit and forecast
 //   tw_sparkline(step, value, width)                     a text sparkline of the curve
+//   tw_writer_alive(path)                                the event file's writer still runs (this host)
 #pragma once
 
 #include "base/status.h"
