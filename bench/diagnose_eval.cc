@@ -441,11 +441,22 @@ bool Generate(Case& c, Rng& r) {
     std::snprintf(buf, sizeof buf, "step time +%.0f%% from step %lld", grow * 100, static_cast<long long>(at));
     c.extra = buf;
   } else if (k == "stale") {
+    // Died mid-run: its warmup-cosine schedule was sized for a longer run, so the LR was still
+    // decaying, well above its floor, when the writes stopped (silence alone is not evidence).
     g.Base();
+    const double planned = static_cast<double>(L) / r.U(0.4, 0.8);
+    c.roles.lr = {};
+    g.Lr([&](double t) { return WarmupCosine(t, g.peak, g.floor, g.warm, planned); });
     c.silence = r.U(3600, 86400);
     c.onset = c.roles.train.step.back();
-    std::snprintf(buf, sizeof buf, "silent %.1f h", c.silence / 3600);
+    std::snprintf(buf, sizeof buf, "silent %.1f h, died at %.0f%% of its schedule", c.silence / 3600,
+                  100 * static_cast<double>(L) / planned);
     c.extra = buf;
+  } else if (k == "stale_finished") {
+    // Finished (its schedule ran to its end) and silent since, with no end logged, as a PyTorch
+    // SummaryWriter leaves it: nothing says it died.
+    g.Base();
+    c.silence = r.U(3600, 86400);
   } else if (k == "grad_explosion") {
     const int64_t at = g.StepAt(r.U(0.3, 0.6));
     const double f = std::pow(10.0, r.U(1, 3)), g0 = r.U(0.3, 1.0);
@@ -668,6 +679,7 @@ std::vector<KindSpec> Kinds() {
       {"amp_inf", "", 16, kAll},
       {"short", "", 20, kAllK},
       {"stale_clean_stop", "", 4, kAll},
+      {"stale_finished", "", 8, kAll},
       {"stale_ancient", "", 4, kAll},
       {"stale_slow_rhythm", "", 4, kAll},
   };

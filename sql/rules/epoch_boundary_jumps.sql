@@ -24,29 +24,29 @@
 WITH ep AS (
   SELECT step, value, lag(value) OVER (ORDER BY step) AS prev FROM role_points
   WHERE run_id = :run_id AND role = 'epoch' AND value_class = 0
-), tagged AS (
+), tagged AS MATERIALIZED (
   SELECT json_group_array(step) AS steps, count(*) AS n FROM ep
   WHERE prev IS NOT NULL AND CAST(value AS INTEGER) > CAST(prev AS INTEGER)
 ), loss AS (
   SELECT series_id, tag, step, value FROM role_points
   WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
-), period AS (
+), period AS MATERIALIZED (
   SELECT max(step) AS hi, json_extract(p, '$.period_steps') AS len, json_extract(p, '$.phase_step') AS phase
   FROM (SELECT max(step) AS step, tw_period(step, value, :min_period, :max_period) AS p FROM loss)
   WHERE (SELECT n FROM tagged) = 0 AND json_extract(p, '$.period_points') > 0
 ), gen(s) AS (
   SELECT phase FROM period
   UNION ALL SELECT s + (SELECT len FROM period) FROM gen WHERE s + (SELECT len FROM period) <= (SELECT hi FROM period)
-), bounds AS (
+), bounds AS MATERIALIZED (
   SELECT CASE WHEN tagged.n > 0 THEN tagged.steps
               ELSE (SELECT json_group_array(CAST(round(s) AS INTEGER)) FROM gen) END AS steps,
          CASE WHEN tagged.n > 0 THEN tagged.n ELSE (SELECT count(*) FROM gen) END AS n,
          tagged.n > 0 AS from_tag
   FROM tagged
-), per AS (
+), per AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, bounds.n AS epochs, bounds.steps AS steps, bounds.from_tag FROM loss, bounds
   WHERE bounds.n >= :min_consecutive GROUP BY series_id
-), j AS (
+), j AS MATERIALIZED (
   SELECT per.*, max(3, CAST(:window_frac * n / (epochs + 1) AS INTEGER)) AS w,
          (SELECT tw_boundary_jumps(l.step, l.value, per.steps, max(3, CAST(:window_frac * per.n / (per.epochs + 1) AS INTEGER)), :z)
             FROM loss l WHERE l.series_id = per.series_id) AS r

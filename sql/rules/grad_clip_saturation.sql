@@ -13,7 +13,7 @@
 --
 -- The threshold comes from the run's hyperparameters (max_grad_norm, gradient_clip_val,
 -- clip_grad_norm, grad_clip) or a clip_threshold series.
-WITH th AS (
+WITH th AS MATERIALIZED (
   SELECT COALESCE(
     -- PyTorch's add_hparams writes into a child run (a subdirectory): look there too.
     (SELECT h.value FROM run_hparams h JOIN runs r ON r.run_id = h.run_id
@@ -29,11 +29,11 @@ WITH th AS (
 ), g AS (
   SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points WHERE run_id = :run_id AND role = 'grad_norm' AND value_class = 0
-), agg AS (
+), agg AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, sum(value > th.t) AS above, tw_median(value) AS med, th.t AS t,
          min(step) AS first_step, max(step) AS last_step
   FROM g, th WHERE k <= :recent AND th.t IS NOT NULL GROUP BY series_id
-), onset AS (
+), onset AS MATERIALIZED (
   -- Saturation began at the earliest step from which on at least max_share of the points are
   -- above the threshold (running shares counted from the end).
   SELECT agg.*, (SELECT min(step) FROM (

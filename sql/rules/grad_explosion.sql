@@ -19,7 +19,7 @@ WITH span AS (
   SELECT series_id, tag, step, value FROM role_points, span
   WHERE run_id = :run_id AND role = 'grad_norm' AND value_class = 0 AND value > 0
     AND step >= span.lo + :skip_frac * (span.hi - span.lo)
-), agg AS (
+), agg AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, tw_trend(step, ln(value)) AS j,
          (SELECT tw_median(x.value) FROM g x, span WHERE x.series_id = g.series_id
             AND x.step <= span.lo + (:skip_frac + 0.2) * (span.hi - span.lo)) AS early,
@@ -33,7 +33,7 @@ WITH span AS (
   SELECT agg.*, (SELECT max(y.step) FROM g y WHERE y.series_id = agg.series_id AND
                    ln(y.value) <= json_extract(agg.j, '$.start') + 3 * json_extract(agg.j, '$.noise_sd')) AS last_base
   FROM agg
-), onset AS (
+), onset AS MATERIALIZED (
   SELECT base.*, (SELECT min(x.step) FROM g x WHERE x.series_id = base.series_id AND x.step > base.last_base) AS since
   FROM base
 )

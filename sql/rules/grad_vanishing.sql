@@ -14,10 +14,10 @@
 WITH pts AS (
   SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points WHERE run_id = :run_id AND role = 'grad_norm_layer' AND value_class = 0
-), layer AS (
+), layer AS MATERIALIZED (
   SELECT series_id, tag, tw_median(value) AS med, min(step) AS first_step, max(step) AS last_step
   FROM pts WHERE k <= :recent GROUP BY series_id
-), ext AS (
+), ext AS MATERIALIZED (
   SELECT (SELECT series_id FROM layer ORDER BY med ASC LIMIT 1) AS weak_id,
          (SELECT tag FROM layer ORDER BY med ASC LIMIT 1) AS weak,
          (SELECT med FROM layer ORDER BY med ASC LIMIT 1) AS lo,

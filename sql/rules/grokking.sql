@@ -29,7 +29,7 @@ WITH acc AS MATERIALIZED (
   SELECT l.*, (SELECT min(v.step) FROM scalars v WHERE v.series_id = l.series_id AND v.superseded = 0
                  AND v.value_class = 0 AND v.step > l.lo + 0.05 * (l.hi - l.lo) AND v.value >= (l.level + l.best) / 2) AS rise_step
   FROM acc_level l
-), acc_judged AS (
+), acc_judged AS MATERIALIZED (
   SELECT a.*,
          (SELECT tw_median(p.value) FROM role_points p WHERE p.run_id = :run_id AND p.role = 'train_acc'
             AND p.value_class = 0 AND p.step BETWEEN a.lo + 0.5 * (a.rise_step - a.lo) AND a.rise_step) AS train_acc,

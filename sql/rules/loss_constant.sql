@@ -17,7 +17,7 @@ WITH last AS (
   SELECT series_id, tag, step, value,
          row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
-), tail AS (
+), tail AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, count(DISTINCT value) AS distinct_values,
          count(DISTINCT step) AS steps, min(step) AS first_step, max(step) AS last_step,
          max(value) AS v

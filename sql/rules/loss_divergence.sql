@@ -20,7 +20,7 @@
 -- where it was; the current level. Diverging when the current level is `ratio` times the best,
 -- the rise since the best is a significant monotone trend (not a single spike), and it is
 -- not already falling back.
-WITH d AS (
+WITH d AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, tw_divergence(step, value, :window) AS j
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
   GROUP BY series_id

@@ -18,7 +18,7 @@
 -- left spread over a 2x range, repeatedly crossing its own level, is swinging.
 WITH span AS (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
-), t AS (
+), t AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
          tw_swings(step, value, :smooth) AS j
   FROM role_points, span WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0

@@ -51,7 +51,7 @@ WITH span AS MATERIALIZED (
   FROM since
 ), lr AS (
   SELECT max(value) AS hi FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
-), v AS (
+), v AS MATERIALIZED (
   SELECT flat.*, exp(json_extract(whole, '$.start')) AS initial,
          -- The LR where the flat stretch begins (NULL without an lr series).
          (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0

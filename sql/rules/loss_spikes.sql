@@ -24,13 +24,13 @@
 -- for one that left the loss at a higher level.
 WITH span AS (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
-), s AS (
+), s AS MATERIALIZED (
   SELECT series_id, tag, tw_spikes(step, value, :window, :z, :recover_points) AS j
   FROM role_points, span
   WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
     AND step >= span.lo + :warmup_frac * (span.hi - span.lo)
   GROUP BY series_id
-), big AS (
+), big AS MATERIALIZED (
   SELECT s.series_id, s.tag, count(*) AS n,
          sum(json_extract(e.value, '$.recovered') = 0) AS unrecovered,
          sum(json_extract(e.value, '$.ratio') >= :big_ratio) AS big,

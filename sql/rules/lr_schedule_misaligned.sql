@@ -17,16 +17,18 @@
 WITH lr AS (
   SELECT series_id, tag, step, value FROM role_points
   WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
-), s0 AS (
+), s0 AS MATERIALIZED (
   SELECT series_id, tag, max(value) AS hi, min(step) AS first_step,
          max(step) AS last_step, count(DISTINCT value) AS levels, count(*) AS n
   FROM lr GROUP BY series_id
-), s AS (
-  -- The floor: the lowest LR after the peak (a warmup may start lower than the decay ends).
-  SELECT s0.*, (SELECT min(lr.value) FROM lr WHERE lr.series_id = s0.series_id AND lr.step >=
-                  (SELECT min(step) FROM lr x WHERE x.series_id = s0.series_id AND x.value = s0.hi)) AS lo
+), peak AS MATERIALIZED (
+  SELECT s0.*, (SELECT min(step) FROM lr x WHERE x.series_id = s0.series_id AND x.value = s0.hi) AS peak_at
   FROM s0
-), above AS (
+), s AS MATERIALIZED (
+  -- The floor: the lowest LR after the peak (a warmup may start lower than the decay ends).
+  SELECT peak.*, (SELECT min(lr.value) FROM lr WHERE lr.series_id = peak.series_id AND lr.step >= peak.peak_at) AS lo
+  FROM peak
+), above AS MATERIALIZED (
   -- The last step above the floor; each subquery runs once per series (a correlated one
   -- inside a WHERE would run once per row).
   SELECT s.*,
@@ -36,7 +38,7 @@ WITH lr AS (
          -- directory may come from another writer sharing it, e.g. several HF Trainer runs.)
          s.last_step AS run_last
   FROM s WHERE n >= 10
-), floor AS (
+), floor AS MATERIALIZED (
   SELECT above.*, (SELECT min(step) FROM lr WHERE lr.series_id = above.series_id
                      AND lr.step > COALESCE(above.last_above, -1)) AS floor_step
   FROM above

@@ -13,7 +13,7 @@
 -- param skip_frac = 0.1: the first part of the run is skipped (allocators warm up)
 WITH span AS (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'memory'
-), t AS (
+), t AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, tw_trend(step, value) AS j
   FROM role_points, span WHERE run_id = :run_id AND role = 'memory' AND value_class = 0
     AND step >= span.lo + :skip_frac * (span.hi - span.lo)
@@ -32,7 +32,7 @@ WITH span AS (
   FROM v, (SELECT json_extract(j, '$.start') AS start, json_extract(j, '$.noise_sd') AS sd FROM
              (SELECT tw_trend(step, value) AS j FROM role_points WHERE run_id = :run_id AND role = 'memory'
                 AND value_class = 0)) w
-), onset AS (
+), onset AS MATERIALIZED (
   SELECT base.*, (SELECT min(p.step) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = base.series_id
                     AND p.step > base.last_base) AS since
   FROM base

@@ -14,7 +14,7 @@
 -- back. The masked one: the HF Trainer replaces a NaN loss by the logging window's average
 -- (logging_nan_inf_filter), so its training loss looks finite while grad_norm is NaN/Inf
 -- (reported whenever the training loss is finite, even when validation is NaN too).
-WITH loss AS (
+WITH loss AS MATERIALIZED (
   SELECT series_id, tag, role,
          count(*) AS n,
          sum(value_class != 0) AS bad,
@@ -23,7 +23,7 @@ WITH loss AS (
   FROM role_points WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss')
   GROUP BY series_id
 ),
-loss_detail AS (
+loss_detail AS MATERIALIZED (
   SELECT l.*,
          (SELECT value_class FROM role_points p WHERE p.series_id = l.series_id AND p.run_id = :run_id
            ORDER BY step DESC LIMIT 1) AS last_class,
@@ -36,7 +36,7 @@ loss_detail AS (
              AND p.step < l.first_bad AND p.value_class = 0 ORDER BY step DESC LIMIT 1) AS last_finite_step
   FROM loss l WHERE bad > 0
 ),
-grad AS (
+grad AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, sum(value_class != 0) AS bad,
          min(CASE WHEN value_class != 0 THEN step END) AS first_bad, max(step) AS last_step,
          (SELECT value_class FROM role_points p WHERE p.series_id = g.series_id AND p.run_id = :run_id

@@ -11,7 +11,7 @@
 -- param min_silence = 300: and at least this long (writers flush every 120 s by default)
 -- param horizon = 259200: runs silent for longer than this (3 days) are finished history
 -- param rhythm_points = 50: recent points that define the logging rhythm
--- param lr_moving = 0.05: the LR fell by this much (relative) over the last 5% of its span ...
+-- param lr_moving = 0.02: the LR fell by this much (relative) over the last 5% of its span ...
 -- param lr_high = 0.15: ... while still above this fraction of its peak: mid-schedule
 -- param planned_frac = 0.95: a planned end (hparams max_steps, ...) not reached by this fraction
 --
@@ -22,13 +22,13 @@
 -- or it stopped short of a planned end in its hyperparameters. A logged clean end (SessionLog
 -- STOP, the HF Trainer's end-of-training summary) rules it out. The writer's wall clock is
 -- compared with this machine's: a skewed clock is misjudged.
-WITH main AS (
+WITH main AS MATERIALIZED (
   SELECT rr.run_id, rr.series_id, rr.tag, rr.source_run_id, r.name AS run
   FROM run_roles rr JOIN runs r ON r.run_id = rr.run_id
   WHERE rr.role = 'train_loss'
     AND NOT EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = rr.source_run_id AND e.kind = 'stop')
     AND NOT EXISTS (SELECT 1 FROM series s WHERE s.run_id = rr.source_run_id AND s.tag = 'train/train_runtime')
-), recent AS (
+), recent AS MATERIALIZED (
   SELECT m.*,
          (SELECT max(wall_time) FROM (SELECT wall_time FROM scalars p WHERE p.series_id = m.series_id
             AND p.superseded = 0 ORDER BY step DESC LIMIT :rhythm_points)) AS last_wall,
@@ -46,7 +46,7 @@ WITH main AS (
   FROM silent f
 ), overdue AS MATERIALIZED (
   SELECT * FROM gaps WHERE med_gap IS NOT NULL AND :now - last_wall > max(:gap_mult * med_gap, p99_gap + :grace, :min_silence)
-), evidence AS (
+), evidence AS MATERIALIZED (
   SELECT o.*,
          (SELECT max(tw_writer_alive(so.path)) FROM sources so WHERE so.run_id = o.source_run_id
             AND so.status = 'active') AS alive,
@@ -54,7 +54,7 @@ WITH main AS (
          (SELECT max(h.value) FROM run_hparams h WHERE h.run_id = o.source_run_id AND h.value_type = 'number'
             AND lower(h.key) IN ('max_steps', 'total_steps', 'num_training_steps', 'train_steps', 'max_iters', 'total_iters')) AS planned
   FROM overdue o
-), lr AS (
+), lr AS MATERIALIZED (
   SELECT e.*,
          (SELECT max(value) FROM scalars WHERE series_id = e.lr_series AND superseded = 0) AS lr_peak,
          (SELECT value FROM scalars WHERE series_id = e.lr_series AND superseded = 0 ORDER BY step DESC LIMIT 1) AS lr_last,

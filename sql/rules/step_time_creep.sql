@@ -18,7 +18,7 @@ WITH span AS (
          row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points, span WHERE run_id = :run_id AND role = 'step_time' AND value_class = 0
     AND step >= span.lo + :skip_frac * (span.hi - span.lo)
-), agg AS (
+), agg AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, tw_median(value) AS med, tw_trend(step, value) AS j,
          (SELECT tw_median(p2.value) FROM pts p2 WHERE p2.series_id = pts.series_id AND p2.k <= :recent) AS recent_med,
          min(step) AS first_step, max(step) AS last_step
@@ -29,7 +29,7 @@ WITH span AS (
                    q.value <= json_extract(w.j, '$.start') + 3 * json_extract(w.j, '$.noise_sd')) AS last_base
   FROM agg, (SELECT tw_trend(step, value) AS j FROM role_points WHERE run_id = :run_id AND role = 'step_time'
                AND value_class = 0) w
-), onset AS (
+), onset AS MATERIALIZED (
   SELECT base.*, (SELECT min(p.step) FROM pts p WHERE p.series_id = base.series_id AND p.step > base.last_base) AS since
   FROM base
 )

@@ -13,7 +13,7 @@
 WITH pts AS (
   SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points WHERE run_id = :run_id AND role = 'update_ratio' AND value_class = 0
-), v AS (
+), v AS MATERIALIZED (
   SELECT series_id, tag, tw_median(value) AS med, count(*) AS n, min(step) AS first_step, max(step) AS last_step
   FROM pts WHERE k <= :recent GROUP BY series_id
 )

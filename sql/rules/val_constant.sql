@@ -13,21 +13,21 @@ WITH v AS (
   SELECT series_id, tag, step, value,
          row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
-), tail AS (
+), tail AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, count(DISTINCT value) AS d, min(step) AS first_step,
          max(step) AS last_step, max(value) AS val
   FROM v WHERE k <= :min_evals GROUP BY series_id
-), train AS (
+), train AS MATERIALIZED (
   SELECT t.*, (SELECT count(DISTINCT p.value) FROM role_points p WHERE p.run_id = :run_id
                  AND p.role = 'train_loss' AND p.value_class = 0
                  AND p.step BETWEEN t.first_step AND t.last_step) AS train_values
   FROM tail t WHERE n >= :min_evals AND d = 1
-), stretch AS (
+), stretch AS MATERIALIZED (
   -- Where the identical stretch began: the first evaluation after the last different one.
   SELECT train.*, (SELECT max(w.step) FROM v w WHERE w.series_id = train.series_id AND w.value != train.val) AS last_other,
          (SELECT count(*) FROM v WHERE v.series_id = train.series_id AND v.value = train.val) AS same
   FROM train WHERE train_values > 1
-), began AS (
+), began AS MATERIALIZED (
   SELECT stretch.*, COALESCE((SELECT min(v.step) FROM v WHERE v.series_id = stretch.series_id AND v.step > stretch.last_other),
                              (SELECT min(v.step) FROM v WHERE v.series_id = stretch.series_id)) AS since
   FROM stretch

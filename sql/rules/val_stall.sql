@@ -13,14 +13,14 @@
 -- param patience_seconds = 600: and at least this much of the run's time
 WITH val AS (
   SELECT series_id, tag, step, value FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
-), noise AS (
+), noise AS MATERIALIZED (
   -- Validation's own noise, relative: a dip within it is no progress.
   -- (second differences cancel the curve's own trend; for iid noise their SD is sqrt(6) sd)
   SELECT series_id, 1.4826 * tw_mad(d2) / sqrt(6) / (SELECT tw_median(v.value) FROM val v WHERE v.series_id = x.series_id) AS rel
   FROM (SELECT series_id, value - 2 * lag(value) OVER w + lag(value, 2) OVER w AS d2 FROM val
         WINDOW w AS (PARTITION BY series_id ORDER BY step)) x
   WHERE d2 IS NOT NULL GROUP BY series_id
-), best AS (
+), best AS MATERIALIZED (
   SELECT val.series_id, tag, tw_best(step, value, max(:min_delta, COALESCE(noise.rel, 0))) AS j,
          max(:min_delta, COALESCE(noise.rel, 0)) AS delta
   FROM val LEFT JOIN noise USING (series_id)
@@ -30,7 +30,7 @@ WITH val AS (
          json_extract(j, '$.since_points') AS evals, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.last') AS last
   FROM best
-), timed AS (
+), timed AS MATERIALIZED (
   SELECT b.*,
          (SELECT max(wall_time) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = b.series_id) -
          (SELECT min(wall_time) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = b.series_id

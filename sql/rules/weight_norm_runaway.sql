@@ -11,7 +11,7 @@
 -- param shrink = 0.3: end over start, at most, to call it a collapse
 -- param trend_z = 4: Mann–Kendall z, in absolute value, at least
 -- param min_points = 20: points needed
-WITH t AS (
+WITH t AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, tw_trend(step, value) AS j
   FROM role_points WHERE run_id = :run_id AND role = 'weight_norm' AND value_class = 0
   GROUP BY series_id
