@@ -13,17 +13,21 @@
 --
 -- The threshold comes from the run's hyperparameters (max_grad_norm, gradient_clip_val,
 -- clip_grad_norm, grad_clip) or a clip_threshold series.
-WITH th AS MATERIALIZED (
+WITH me AS MATERIALIZED (
+  SELECT root, CASE name WHEN '.' THEN '' ELSE name || '/' END AS lo,
+         CASE name WHEN '.' THEN char(127) ELSE name || '0' END AS hi FROM runs WHERE run_id = :run_id
+), family AS MATERIALIZED (
+  -- The run and its child runs: PyTorch's add_hparams writes into a subdirectory. (Child names
+  -- lie between 'NAME/' and 'NAME0': a range of the (root, name) index; two lookups, since an
+  -- OR of them would scan every run.)
+  SELECT :run_id AS run_id
+  UNION SELECT r.run_id FROM runs r, me WHERE r.root = me.root AND r.name >= me.lo AND r.name < me.hi
+), th AS MATERIALIZED (
   SELECT COALESCE(
-    -- PyTorch's add_hparams writes into a child run (a subdirectory): look there too.
-    (SELECT h.value FROM run_hparams h JOIN runs r ON r.run_id = h.run_id
-      -- (child names lie between 'NAME/' and 'NAME0': a range of the (root, name) index)
-      WHERE (r.run_id = :run_id OR (r.root = (SELECT root FROM runs WHERE run_id = :run_id)
-             AND r.name >= (SELECT CASE name WHEN '.' THEN '' ELSE name || '/' END FROM runs WHERE run_id = :run_id)
-             AND r.name < (SELECT CASE name WHEN '.' THEN char(127) ELSE name || '0' END FROM runs WHERE run_id = :run_id)))
+    (SELECT h.value_num FROM hparams h WHERE h.run_id IN (SELECT run_id FROM family)
        AND h.value_type = 'number' AND lower(h.key) IN ('max_grad_norm', 'gradient_clip_val', 'clip_grad_norm',
-                                                    'grad_clip', 'clip_norm', 'max_norm', 'clip_threshold')
-       AND h.value > 0 LIMIT 1),
+                                                      'grad_clip', 'clip_norm', 'max_norm', 'clip_threshold')
+       AND h.value_num > 0 LIMIT 1),
     (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'clip_threshold' AND value_class = 0
        ORDER BY step DESC LIMIT 1)) AS t
 ), g AS (

@@ -54,15 +54,17 @@ WITH main AS MATERIALIZED (
          (SELECT max(h.value) FROM run_hparams h WHERE h.run_id = o.source_run_id AND h.value_type = 'number'
             AND lower(h.key) IN ('max_steps', 'total_steps', 'num_training_steps', 'train_steps', 'max_iters', 'total_iters')) AS planned
   FROM overdue o
-), lr AS MATERIALIZED (
+), lr_span AS MATERIALIZED (
   SELECT e.*,
          (SELECT max(value) FROM scalars WHERE series_id = e.lr_series AND superseded = 0) AS lr_peak,
          (SELECT value FROM scalars WHERE series_id = e.lr_series AND superseded = 0 ORDER BY step DESC LIMIT 1) AS lr_last,
-         -- The LR 5% of its span before its last point.
-         (SELECT value FROM scalars WHERE series_id = e.lr_series AND superseded = 0
-            AND step <= (SELECT max(step) - 0.05 * (max(step) - min(step)) FROM scalars WHERE series_id = e.lr_series)
-            ORDER BY step DESC LIMIT 1) AS lr_before
+         (SELECT max(step) - 0.05 * (max(step) - min(step)) FROM scalars WHERE series_id = e.lr_series) AS lr_before_step
   FROM evidence e
+), lr AS MATERIALIZED (
+  -- The LR 5% of its span before its last point.
+  SELECT l.*, (SELECT value FROM scalars WHERE series_id = l.lr_series AND superseded = 0
+                 AND step <= l.lr_before_step ORDER BY step DESC LIMIT 1) AS lr_before
+  FROM lr_span l
 ), judged AS (
   SELECT lr.*,
          CASE WHEN alive = 1 THEN 'its writer (pid in the file name) still runs on this host but has written nothing'
