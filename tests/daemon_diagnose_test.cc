@@ -13,6 +13,7 @@
 #include "store/store.h"
 #include "support/daemon_process.h"
 #include "support/event_writer.h"
+#include "support/store_dump.h"
 #include "support/test_env.h"
 
 namespace tw {
@@ -26,14 +27,7 @@ using testing::WaitFor;
 
 constexpr double kWall0 = 1.7e9;
 
-int64_t Count(const std::string& db, const std::string& sql) {
-  Result<std::unique_ptr<store::Db>> ro = store::OpenReadOnly(db);
-  if (!ro.ok()) return -1;
-  Result<store::Stmt> q = (*ro)->Prepare(sql);
-  if (!q.ok()) return -1;
-  Result<bool> row = q->Step();
-  return row.ok() && *row ? q->Int(0) : -1;
-}
+using testing::QueryInt;
 
 size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -69,21 +63,21 @@ TEST(DaemonDiagnose, ALossTurningNanWhileWatchedFiresOnceAndStaysCurrent) {
   testing::WriteFile(dir / "tw.toml", Config(dir, ""));
   DaemonProcess d({"--config", dir / "tw.toml"}, dir / "daemon.log");
   ASSERT_TRUE(d.WaitForLog("diagnosis: ", 10s)) << d.Log();
-  ASSERT_TRUE(WaitFor([&] { return Count(db, "SELECT count(*) FROM scalars") == 600; }, 10s)) << d.Log();
+  ASSERT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT count(*) FROM scalars") == 600; }, 10s)) << d.Log();
 
   Append(sick, 300, 340, true, rng);  // the loss blows up while the daemon watches
   const std::string firing = "SELECT count(*) FROM findings WHERE rule = 'non_finite_loss' AND state = 'firing'";
-  ASSERT_TRUE(WaitFor([&] { return Count(db, firing) == 1; }, 15s)) << d.Log();
-  EXPECT_EQ(Count(db, "SELECT onset_step FROM findings WHERE rule = 'non_finite_loss'"), 300);
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM finding_list WHERE run = 'healthy' AND severity != 'info'"), 0);
+  ASSERT_TRUE(WaitFor([&] { return QueryInt(db, firing) == 1; }, 15s)) << d.Log();
+  EXPECT_EQ(QueryInt(db, "SELECT onset_step FROM findings WHERE rule = 'non_finite_loss'"), 300);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM finding_list WHERE run = 'healthy' AND severity != 'info'"), 0);
 
   // More NaN: the same finding is kept current (its last step moves), not repeated.
   Append(sick, 340, 400, true, rng);
   ASSERT_TRUE(WaitFor([&] {
-    return Count(db, "SELECT last_step FROM findings WHERE rule = 'non_finite_loss'") == 399;
+    return QueryInt(db, "SELECT last_step FROM findings WHERE rule = 'non_finite_loss'") == 399;
   }, 15s)) << d.Log();
-  EXPECT_EQ(Count(db, firing), 1);
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM finding_transitions t JOIN findings f USING (finding_id) "
+  EXPECT_EQ(QueryInt(db, firing), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM finding_transitions t JOIN findings f USING (finding_id) "
                       "WHERE f.rule = 'non_finite_loss'"), 1);
   EXPECT_EQ(Occurrences(d.Log(), "finding firing: [critical] non_finite_loss on sick"), 1u) << d.Log();
 

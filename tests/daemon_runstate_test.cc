@@ -12,6 +12,7 @@
 #include "store/store.h"
 #include "support/daemon_process.h"
 #include "support/event_writer.h"
+#include "support/store_dump.h"
 #include "support/test_env.h"
 
 namespace tw {
@@ -19,14 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-int64_t Count(const std::string& db, const std::string& sql) {
-  Result<std::unique_ptr<store::Db>> ro = store::OpenReadOnly(db);
-  if (!ro.ok()) return -1;
-  Result<store::Stmt> q = (*ro)->Prepare(sql);
-  if (!q.ok()) return -1;
-  Result<bool> row = q->Step();
-  return row.ok() && *row ? q->Int(0) : -1;
-}
+using testing::QueryInt;
 
 TEST(DaemonRunState, AnEvictedRunStillSeesItsStepsGoBackwards) {
   testing::TempDir dir;
@@ -44,19 +38,19 @@ TEST(DaemonRunState, AnEvictedRunStillSeesItsStepsGoBackwards) {
     writers.push_back(std::move(w));
   }
   testing::DaemonProcess d({"--logdir", dir / "logs", "--db", db, "--rescan-interval", "1"}, dir / "d.log");
-  ASSERT_TRUE(testing::WaitFor([&] { return Count(db, "SELECT count(*) FROM scalars") == kRuns * 5; }, 30s))
+  ASSERT_TRUE(testing::WaitFor([&] { return QueryInt(db, "SELECT count(*) FROM scalars") == kRuns * 5; }, 30s))
       << d.Log();
   // run-000 was read first, so its state is long gone. Its writer resumes from step 3: steps
   // 3 and 4 are logged again, so the first ones are superseded.
   for (int s = 3; s < 5; ++s) writers[0]->Add(testing::Tf2ScalarEvent("loss", s, 1.7e9 + 100 + s, 0.1f, false));
   writers[0]->Flush();
-  ASSERT_TRUE(testing::WaitFor([&] { return Count(db, "SELECT count(*) FROM scalars") == kRuns * 5 + 2; }, 15s))
+  ASSERT_TRUE(testing::WaitFor([&] { return QueryInt(db, "SELECT count(*) FROM scalars") == kRuns * 5 + 2; }, 15s))
       << d.Log();
   ASSERT_TRUE(testing::WaitFor([&] {
-    return Count(db, "SELECT count(*) FROM scalar_points WHERE run = 'run-000'") == 5;
+    return QueryInt(db, "SELECT count(*) FROM scalar_points WHERE run = 'run-000'") == 5;
   }, 5s)) << "the rewind was not seen: old and new steps 3-4 are both live" << d.Log();
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM scalar_points_all WHERE run = 'run-000' AND superseded = 1"), 2);
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM scalar_points WHERE run = 'run-000' AND step >= 3 AND value < 0.2"), 2);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM scalar_points_all WHERE run = 'run-000' AND superseded = 1"), 2);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM scalar_points WHERE run = 'run-000' AND step >= 3 AND value < 0.2"), 2);
   d.Signal(SIGTERM);
   std::optional<int> status = d.Wait(5s);
   ASSERT_TRUE(status.has_value());

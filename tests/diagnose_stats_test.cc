@@ -527,5 +527,21 @@ TEST(Stats, BestSoFarEdges) {
   EXPECT_EQ(b.since, 9);
 }
 
+// The noise around a curve, not the curve: sigma comes back from iid noise on a steep line and
+// on a sawtooth (whose breaks are rare outliers to the MAD), and NaN below 3 points.
+TEST(Stats, NoiseSdIgnoresTheCurvesOwnTrend) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0, 0.05);
+  Vec line, saw;
+  for (int i = 0; i < 5000; ++i) {
+    line.push_back(100.0 - 0.3 * i + noise(rng));
+    saw.push_back(0.02 * (i % 100) + noise(rng));
+  }
+  EXPECT_NEAR(NoiseSd(line), 0.05, 0.004);
+  EXPECT_NEAR(NoiseSd(saw), 0.05, 0.005);
+  EXPECT_TRUE(std::isnan(NoiseSd(Vec{1.0, 2.0})));
+  EXPECT_EQ(NoiseSd(Vec{1.0, 2.0, 3.0, 4.0}), 0.0);  // a perfect line has no noise
+}
+
 }  // namespace
 }  // namespace tw::diagnose::stats

@@ -26,11 +26,7 @@ WITH val AS (
          json_extract(j, '$.since_points') AS evals_after
   FROM best
 ), noise AS MATERIALIZED (
-  -- Second differences cancel the curve's own local trend; for iid noise their SD is sqrt(6) sd.
-  SELECT series_id, 1.4826 * tw_mad(d2) / sqrt(6) AS sd FROM (
-    SELECT series_id, value - 2 * lag(value) OVER w + lag(value, 2) OVER w AS d2 FROM val
-    WINDOW w AS (PARTITION BY series_id ORDER BY step))
-  WHERE d2 IS NOT NULL GROUP BY series_id
+  SELECT series_id, tw_noise_sd(step, value) AS sd FROM val GROUP BY series_id
 ), after AS MATERIALIZED (
   SELECT b.*, (SELECT tw_median(v.value) FROM val v WHERE v.series_id = b.series_id AND v.step > b.best_step) AS med_after,
          (SELECT json_extract(tw_trend(v.step, v.value), '$.mk_z') FROM val v

@@ -15,11 +15,7 @@ WITH val AS (
   SELECT series_id, tag, step, value FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
 ), noise AS MATERIALIZED (
   -- Validation's own noise, relative: a dip within it is no progress.
-  -- (second differences cancel the curve's own trend; for iid noise their SD is sqrt(6) sd)
-  SELECT series_id, 1.4826 * tw_mad(d2) / sqrt(6) / (SELECT tw_median(v.value) FROM val v WHERE v.series_id = x.series_id) AS rel
-  FROM (SELECT series_id, value - 2 * lag(value) OVER w + lag(value, 2) OVER w AS d2 FROM val
-        WINDOW w AS (PARTITION BY series_id ORDER BY step)) x
-  WHERE d2 IS NOT NULL GROUP BY series_id
+  SELECT series_id, tw_noise_sd(step, value) / tw_median(value) AS rel FROM val GROUP BY series_id
 ), best AS MATERIALIZED (
   SELECT val.series_id, tag, tw_best(step, value, max(:min_delta, COALESCE(noise.rel, 0))) AS j,
          max(:min_delta, COALESCE(noise.rel, 0)) AS delta

@@ -118,6 +118,11 @@ void ResultJson(sqlite3_context* ctx, const Json& j) {
 
 // --- plain aggregates -------------------------------------------------------------------
 
+void NoiseFinal(Acc& a, sqlite3_context* ctx) {
+  Series s = Sorted(a, false);
+  ResultNumber(ctx, s.value.size() >= 5 ? stats::NoiseSd(s.value) : NAN);
+}
+
 void MedianFinal(Acc& a, sqlite3_context* ctx) { ResultNumber(ctx, stats::Median(a.value)); }
 void MadFinal(Acc& a, sqlite3_context* ctx) {
   ResultNumber(ctx, stats::Mad(a.value, stats::Median(a.value)));
@@ -151,9 +156,7 @@ void TrendFinal(Acc& a, sqlite3_context* ctx) {
     const double span = s.step.back() - s.step.front();
     // Point-to-point noise, from second differences (they cancel a local linear trend, so a
     // curve that is flat and then rises does not inflate it): for iid noise SD(d2) = sqrt(6) sd.
-    std::vector<double> d2;
-    for (size_t i = 2; i < s.value.size(); ++i) d2.push_back(s.value[i] - 2 * s.value[i - 1] + s.value[i - 2]);
-    const double noise = 1.4826 * stats::Mad(d2, stats::Median(d2)) / std::sqrt(6.0);
+    const double noise = stats::NoiseSd(s.value);
     j.Num("slope", slope)
         .Num("noise_sd", noise)
         .Num("change", slope * span)
@@ -340,15 +343,6 @@ struct Shift {
   double before = 0, after = 0, z = 0;
 };
 
-// Point-to-point noise from second differences: they cancel a local trend (a sawtooth's
-// within-epoch rise) that a window's own spread would count as noise. For iid noise
-// SD(d2) = sqrt(6) sd.
-double NoiseSd(const std::vector<double>& y) {
-  std::vector<double> d2;
-  for (size_t i = 2; i < y.size(); ++i) d2.push_back(y[i] - 2 * y[i - 1] + y[i - 2]);
-  return 1.4826 * stats::Mad(d2, stats::Median(d2)) / std::sqrt(6.0);
-}
-
 Shift ShiftAt(const Series& s, double at, size_t w, double sd) {
   const size_t k0 = static_cast<size_t>(std::lower_bound(s.step.begin(), s.step.end(), at) - s.step.begin());
   Shift out;
@@ -400,7 +394,7 @@ void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
   int64_t evaluated = 0, up = 0, down = 0, run_up = 0, run_down = 0, best_up = 0, best_down = 0;
   double first_up = NAN, first_down = NAN, last_up = NAN, last_down = NAN;
   std::vector<double> boundary_abs, control_abs;
-  const double sd = NoiseSd(s.value);
+  const double sd = stats::NoiseSd(s.value);
   for (size_t i = 0; i < bounds.size(); ++i) {
     const double b = bounds[i];
     if (i + 1 < bounds.size())
@@ -570,6 +564,7 @@ const Def kDefs[] = {
     {"tw_median", 1, false, FinalFn<MedianFinal>},
     {"tw_mad", 1, false, FinalFn<MadFinal>},
     {"tw_quantile", 2, false, FinalFn<QuantileFinal>},
+    {"tw_noise_sd", 2, true, FinalFn<NoiseFinal>},
     {"tw_trend", 2, true, FinalFn<TrendFinal>},
     {"tw_spikes", 5, true, FinalFn<SpikesFinal>},
     {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},

@@ -4,6 +4,7 @@
 // with json_extract. docs/diagnosis.md lists each function, its arguments and its output.
 //
 //   tw_median(x), tw_mad(x), tw_quantile(x, q)          plain aggregates over finite x
+//   tw_noise_sd(step, value)                             point-to-point noise (second differences)
 //   tw_trend(step, value)                                Theil–Sen slope, Mann–Kendall z, ...
 //   tw_spikes(step, value, window, z, recover_points)    robust z on log(value), spike events
 //   tw_divergence(step, value, window)                   best and current smoothed level

@@ -257,6 +257,14 @@ double Quantile(std::span<const double> x, double q) {
   return std::isfinite(gap) ? below + frac * gap : (1 - frac) * below + frac * above;
 }
 
+double NoiseSd(std::span<const double> y) {
+  if (y.size() < 3) return NAN;
+  std::vector<double> d2;
+  d2.reserve(y.size() - 2);
+  for (size_t i = 2; i < y.size(); ++i) d2.push_back(y[i] - 2 * y[i - 1] + y[i - 2]);
+  return 1.4826 * Mad(d2, Median(d2)) / std::sqrt(6.0);
+}
+
 std::vector<double> Ema(std::span<const double> x, double alpha) {
   std::vector<double> out(x.size());
   if (x.empty()) return out;

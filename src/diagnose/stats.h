@@ -19,6 +19,11 @@ double Mad(std::span<const double> x, double center);
 // Linear-interpolated quantile, q in [0, 1] (numpy's default). NaN when empty.
 double Quantile(std::span<const double> x, double q);
 
+// Point-to-point noise: the robust SD (1.4826 MAD) of second differences over sqrt(6). Second
+// differences cancel a local linear trend, so a curve's own slope (or a sawtooth's rise) is not
+// counted as noise; for iid noise SD(d2) = sqrt(6) sd. NaN below 3 points.
+double NoiseSd(std::span<const double> y);
+
 // Exponential moving average with smoothing factor alpha in (0, 1]; out[0] = x[0].
 std::vector<double> Ema(std::span<const double> x, double alpha);
 

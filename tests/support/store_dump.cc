@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "store/store.h"
+
 namespace tw::testing {
 namespace {
 
@@ -51,6 +53,15 @@ std::vector<std::string> DumpStore(store::Db& db) {
 
 std::vector<std::string> DumpLiveScalars(store::Db& db) {
   return Lines(db, "SELECT run, tag, step, printf('%.17g', value), value_class FROM scalar_points");
+}
+
+int64_t QueryInt(const std::string& db_path, const std::string& sql) {
+  Result<std::unique_ptr<store::Db>> ro = store::OpenReadOnly(db_path);
+  if (!ro.ok()) return -1;
+  Result<store::Stmt> q = (*ro)->Prepare(sql);
+  if (!q.ok()) return -1;
+  Result<bool> row = q->Step();
+  return row.ok() && *row ? q->Int(0) : -1;
 }
 
 }  // namespace tw::testing

@@ -16,4 +16,9 @@ std::vector<std::string> DumpStore(store::Db& db);
 // Just the live scalar points: "run|tag|step|value|class".
 std::vector<std::string> DumpLiveScalars(store::Db& db);
 
+// The first column of the first row of `sql` on a read-only connection to the store at
+// `db_path`, as an integer; -1 when the store or the query fails (a daemon may still be
+// creating it), so tests can poll it.
+int64_t QueryInt(const std::string& db_path, const std::string& sql);
+
 }  // namespace tw::testing
