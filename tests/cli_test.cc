@@ -22,7 +22,7 @@ std::string Q(const std::string& s) {
 }
 
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* cmd : {"ingest", "query", "runs"}) {
+  for (const char* cmd : {"ingest", "query", "runs", "diagnose", "findings", "roles", "rules"}) {
     std::string out;
     EXPECT_EQ(RunCommand(Cli() + " " + cmd + " --help", &out), 0) << cmd;
     EXPECT_NE(out.find(std::string("usage: trainwatch ") + cmd), std::string::npos) << out;
@@ -137,6 +137,52 @@ TEST_F(CliOnCorpus, SecondIngestReadsNothingNewAndSucceeds) {
             0)
       << out;
   EXPECT_NE(out.find("new points: 0 scalars"), std::string::npos) << out;
+}
+
+// The diagnosis commands on the bundled example logdir (one run diverges into NaN, one
+// overfits): what a user runs first.
+TEST(Cli, DiagnoseFindingsRolesAndRules) {
+  TempDir dir;
+  const std::string db = dir / "tw.db", logdir = dir / "logdir";
+  ASSERT_EQ(RunCommand(std::string(TW_EXAMPLE_BINARY) + " " + Q(logdir)), 0);
+  ASSERT_EQ(RunCommand(Cli() + " ingest --quiet --db " + Q(db) + " " + Q(logdir)), 0);
+
+  std::string out;
+  ASSERT_EQ(RunCommand(Cli() + " diagnose --db " + Q(db) + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("== bert-finetune-diverged: kill"), std::string::npos) << out;
+  EXPECT_NE(out.find("[critical non_finite_loss on train/loss]"), std::string::npos) << out;
+  EXPECT_NE(out.find("cause: "), std::string::npos) << out;
+  EXPECT_NE(out.find("^ step 1500"), std::string::npos) << "the onset is marked under the sparkline\n" << out;
+
+  ASSERT_EQ(RunCommand(Cli() + " diagnose --format json --run 'bert*' --db " + Q(db), &out), 0);
+  EXPECT_EQ(out.front(), '[') << out;
+  EXPECT_NE(out.find("\"rule\":\"non_finite_loss\""), std::string::npos) << out;
+  EXPECT_EQ(out.find("vit-small"), std::string::npos) << "--run filters runs: " << out;
+
+  // A typo in a threshold is an error that names it; a bad --set is a usage error.
+  EXPECT_EQ(RunCommand(Cli() + " diagnose --set loss_spikes.zz=3 --db " + Q(db) + " 2>&1", &out), 1);
+  EXPECT_NE(out.find("rule loss_spikes has no parameter 'zz'"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(Cli() + " diagnose --set nodot=3 --db " + Q(db) + " 2>&1", &out), 2);
+  EXPECT_NE(out.find("--set wants ID.PARAM=VALUE"), std::string::npos) << out;
+
+  // The daemon has not run on this store: nothing stored.
+  ASSERT_EQ(RunCommand(Cli() + " findings --db " + Q(db), &out), 0);
+  EXPECT_NE(out.find("no findings"), std::string::npos) << out;
+
+  ASSERT_EQ(RunCommand(Cli() + " roles --format csv --run 'vit*' --db " + Q(db), &out), 0);
+  EXPECT_NE(out.find("vit-small-tf2/train,val_loss,epoch_loss,vit-small-tf2/validation"), std::string::npos)
+      << "Keras validation runs pair with their train run\n" << out;
+
+  ASSERT_EQ(RunCommand(Cli() + " rules", &out), 0);
+  for (const char* id : {"non_finite_loss", "loss_divergence", "overfitting", "stale_run", "grokking"})
+    EXPECT_NE(out.find(std::string(id) + "  ["), std::string::npos) << id;
+  EXPECT_NE(out.find("z = 8: modified z"), std::string::npos) << out;
+
+  // The diagnosis functions work in ad hoc queries.
+  ASSERT_EQ(RunCommand(Cli() + " query --format csv --db " + Q(db) +
+                           " \"SELECT json_extract(tw_trend(step, value), '$.n') > 0 FROM scalar_points\"", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\n1"), std::string::npos) << out;
 }
 
 }  // namespace

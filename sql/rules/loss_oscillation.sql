@@ -2,7 +2,7 @@
 -- title: Loss swings widely without converging
 -- severity: warning
 -- roles: train_loss
--- inhibited_by: non_finite_loss, loss_divergence, loss_spikes, epoch_boundary_jumps
+-- inhibited_by: non_finite_loss, loss_divergence, loss_spikes, epoch_boundary_jumps, stale_run
 -- cause: The learning rate is too high for the loss surface (the optimizer bounces across a
 --   valley instead of descending it), or the batch is too small for this learning rate.
 -- fix: Halve the learning rate (or use a decay schedule), double the batch size, or both; with

@@ -2,7 +2,7 @@
 -- title: Loss has stopped decreasing
 -- severity: warning
 -- roles: train_loss
--- inhibited_by: non_finite_loss, loss_divergence, loss_constant
+-- inhibited_by: non_finite_loss, loss_divergence, loss_constant, stale_run
 -- cause: Flat after a drop: the learning rate is too low (or decayed too early) for further
 --   progress, or the model's capacity is reached. Flat from the start: the learning rate is far
 --   too low, the data or labels are broken (labels detached from inputs, one class), the loss

@@ -2,7 +2,7 @@
 -- title: Validation has stopped improving
 -- severity: info
 -- roles: val_loss, train_loss
--- inhibited_by: overfitting, val_constant, non_finite_loss, grokking
+-- inhibited_by: overfitting, val_constant, non_finite_loss, grokking, stale_run
 -- cause: The model has learned what it can from this data at this learning rate: training
 --   goes on without improving what you measure.
 -- fix: Stop here and keep the best checkpoint (early stopping), or lower the learning rate
