@@ -527,6 +527,24 @@ TEST(Stats, BestSoFarEdges) {
   EXPECT_EQ(b.since, 9);
 }
 
+// A flat stretch then a linear rise from index 300: the hinge lands there, with noise too;
+// a rise from the start gives 0-ish; a falling curve has no rising hinge.
+TEST(Stats, HingeOnsetFindsWhereGrowthBegan) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> noise(0, 0.5);
+  Vec x, y, y_from_start, falling;
+  for (int i = 0; i < 1000; ++i) {
+    x.push_back(10.0 * i);
+    y.push_back(5.0 + (i > 300 ? 0.02 * (i - 300) : 0.0) + noise(rng));
+    y_from_start.push_back(5.0 + 0.02 * i + noise(rng));
+    falling.push_back(5.0 - 0.02 * i + noise(rng));
+  }
+  EXPECT_NEAR(static_cast<double>(HingeOnset(x, y)), 300, 30);
+  EXPECT_LE(HingeOnset(x, y_from_start), 30);
+  EXPECT_EQ(HingeOnset(x, falling), -1);
+  EXPECT_EQ(HingeOnset(Vec{1, 2, 3}, Vec{1, 2, 3}), -1);
+}
+
 // The noise around a curve, not the curve: sigma comes back from iid noise on a steep line and
 // on a sawtooth (whose breaks are rare outliers to the MAD), and NaN below 3 points.
 TEST(Stats, NoiseSdIgnoresTheCurvesOwnTrend) {

@@ -27,15 +27,11 @@ WITH span AS (
             AND x.step >= span.hi - :recent_frac * (span.hi - span.lo)) AS recent,
          min(step) AS first_step, max(step) AS last_step
   FROM g GROUP BY series_id
-), base AS MATERIALIZED (
-  -- The growth began just after the last point (log scale) still within 3 noise SDs of the
-  -- starting level.
-  SELECT agg.*, (SELECT max(y.step) FROM g y WHERE y.series_id = agg.series_id AND
-                   ln(y.value) <= json_extract(agg.j, '$.start') + 3 * json_extract(agg.j, '$.noise_sd')) AS last_base
-  FROM agg
 ), onset AS MATERIALIZED (
-  SELECT base.*, (SELECT min(x.step) FROM g x WHERE x.series_id = base.series_id AND x.step > base.last_base) AS since
-  FROM base
+  -- Where the growth began: a flat-then-rising hinge fitted to the log of the whole series.
+  SELECT agg.*, (SELECT tw_hinge_onset(p.step, ln(p.value)) FROM role_points p WHERE p.run_id = :run_id
+                   AND p.series_id = agg.series_id AND p.value_class = 0 AND p.value > 0) AS since
+  FROM agg
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ' grew from about ' || printf('%.3g', early) || ' early in the run to ' || printf('%.3g', recent) ||

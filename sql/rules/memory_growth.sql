@@ -24,18 +24,11 @@ WITH span AS (
          json_extract(j, '$.first_step') AS first_step, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.noise_sd') AS sd
   FROM t
-), base AS MATERIALIZED (
-  -- Growth began just after the last reading still within 3 noise SDs of the level the whole
-  -- series started at (the first tenth of it, warmup included).
-  SELECT v.*, (SELECT max(q.step) FROM role_points q WHERE q.run_id = :run_id AND q.series_id = v.series_id
-                 AND q.value <= w.start + 3 * w.sd) AS last_base
-  FROM v, (SELECT json_extract(j, '$.start') AS start, json_extract(j, '$.noise_sd') AS sd FROM
-             (SELECT tw_trend(step, value) AS j FROM role_points WHERE run_id = :run_id AND role = 'memory'
-                AND value_class = 0)) w
 ), onset AS MATERIALIZED (
-  SELECT base.*, (SELECT min(p.step) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = base.series_id
-                    AND p.step > base.last_base) AS since
-  FROM base
+  -- Where growth began: a flat-then-rising hinge fitted to the whole series.
+  SELECT v.*, (SELECT tw_hinge_onset(p.step, p.value) FROM role_points p WHERE p.run_id = :run_id
+                 AND p.series_id = v.series_id AND p.value_class = 0) AS since
+  FROM v
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ' grew from ' || printf('%.4g', start) || ' to ' || printf('%.4g', fin) || ' (+' ||

@@ -23,15 +23,11 @@ WITH span AS (
          (SELECT tw_median(p2.value) FROM pts p2 WHERE p2.series_id = pts.series_id AND p2.k <= :recent) AS recent_med,
          min(step) AS first_step, max(step) AS last_step
   FROM pts GROUP BY series_id
-), base AS MATERIALIZED (
-  -- The creep began just after the last step still within 3 noise SDs of the starting level.
-  SELECT agg.*, (SELECT max(q.step) FROM pts q WHERE q.series_id = agg.series_id AND
-                   q.value <= json_extract(w.j, '$.start') + 3 * json_extract(w.j, '$.noise_sd')) AS last_base
-  FROM agg, (SELECT tw_trend(step, value) AS j FROM role_points WHERE run_id = :run_id AND role = 'step_time'
-               AND value_class = 0) w
 ), onset AS MATERIALIZED (
-  SELECT base.*, (SELECT min(p.step) FROM pts p WHERE p.series_id = base.series_id AND p.step > base.last_base) AS since
-  FROM base
+  -- Where the creep began: a flat-then-rising hinge fitted to the whole series.
+  SELECT agg.*, (SELECT tw_hinge_onset(p.step, p.value) FROM role_points p WHERE p.run_id = :run_id
+                   AND p.series_id = agg.series_id AND p.value_class = 0) AS since
+  FROM agg
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ': the last ' || :recent || ' steps took ' || printf('%.3g', recent_med) || ' (median), ' ||

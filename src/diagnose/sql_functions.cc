@@ -118,6 +118,14 @@ void ResultJson(sqlite3_context* ctx, const Json& j) {
 
 // --- plain aggregates -------------------------------------------------------------------
 
+// tw_hinge_onset(step, value): the step where a flat stretch turns into a rise (stats::HingeOnset).
+void HingeFinal(Acc& a, sqlite3_context* ctx) {
+  Series s = Sorted(a, false);
+  const int64_t k = stats::HingeOnset(s.step, s.value);
+  if (k < 0) return sqlite3_result_null(ctx);
+  sqlite3_result_double(ctx, s.step[static_cast<size_t>(k)]);
+}
+
 void NoiseFinal(Acc& a, sqlite3_context* ctx) {
   Series s = Sorted(a, false);
   ResultNumber(ctx, s.value.size() >= 5 ? stats::NoiseSd(s.value) : NAN);
@@ -565,6 +573,7 @@ const Def kDefs[] = {
     {"tw_mad", 1, false, FinalFn<MadFinal>},
     {"tw_quantile", 2, false, FinalFn<QuantileFinal>},
     {"tw_noise_sd", 2, true, FinalFn<NoiseFinal>},
+    {"tw_hinge_onset", 2, true, FinalFn<HingeFinal>},
     {"tw_trend", 2, true, FinalFn<TrendFinal>},
     {"tw_spikes", 5, true, FinalFn<SpikesFinal>},
     {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},

@@ -5,6 +5,7 @@
 //
 //   tw_median(x), tw_mad(x), tw_quantile(x, q)          plain aggregates over finite x
 //   tw_noise_sd(step, value)                             point-to-point noise (second differences)
+//   tw_hinge_onset(step, value)                          where a flat stretch turns into a rise
 //   tw_trend(step, value)                                Theil–Sen slope, Mann–Kendall z, ...
 //   tw_spikes(step, value, window, z, recover_points)    robust z on log(value), spike events
 //   tw_divergence(step, value, window)                   best and current smoothed level

@@ -265,6 +265,44 @@ double NoiseSd(std::span<const double> y) {
   return 1.4826 * Mad(d2, Median(d2)) / std::sqrt(6.0);
 }
 
+int64_t HingeOnset(std::span<const double> x, std::span<const double> y) {
+  const size_t n = std::min(x.size(), y.size());
+  if (n < 8) return -1;
+  double sy = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sy += y[i];
+    syy += y[i] * y[i];
+  }
+  const double nn = static_cast<double>(n);
+  const double total = syy - sy * sy / nn;  // SSE of the flat line
+  // Suffix sums over i >= k of x, x^2, x*y, y and the count, updated as k falls.
+  double tx = 0, txx = 0, txy = 0, ty = 0, tn = 0;
+  int64_t best_k = -1;
+  double best_sse = total;
+  for (size_t k = n; k-- > 0;) {
+    tx += x[k];
+    txx += x[k] * x[k];
+    txy += x[k] * y[k];
+    ty += y[k];
+    tn += 1;
+    if (k + 3 > n) continue;  // at least 3 points on the rise
+    // u_i = max(0, x_i - x_k): only the suffix contributes.
+    const double su = tx - x[k] * tn;
+    const double suu = txx - 2 * x[k] * tx + x[k] * x[k] * tn;
+    const double suy = txy - x[k] * ty;
+    const double vu = suu - su * su / nn;
+    if (vu <= 0) continue;
+    const double cuy = suy - su * sy / nn;
+    if (cuy <= 0) continue;  // the hinge must rise
+    const double sse = total - cuy * cuy / vu;
+    if (sse < best_sse) {
+      best_sse = sse;
+      best_k = static_cast<int64_t>(k);
+    }
+  }
+  return best_k;
+}
+
 std::vector<double> Ema(std::span<const double> x, double alpha) {
   std::vector<double> out(x.size());
   if (x.empty()) return out;

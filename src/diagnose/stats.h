@@ -24,6 +24,11 @@ double Quantile(std::span<const double> x, double q);
 // counted as noise; for iid noise SD(d2) = sqrt(6) sd. NaN below 3 points.
 double NoiseSd(std::span<const double> y);
 
+// Where a flat stretch turns into a rise: the least-squares fit of the continuous hinge
+// y = a + b * max(0, x - x[k]) over every k (exactly, with suffix sums: O(n)), keeping b > 0.
+// Returns k, or -1 when fewer than 8 points or no rising hinge fits. x must be increasing.
+int64_t HingeOnset(std::span<const double> x, std::span<const double> y);
+
 // Exponential moving average with smoothing factor alpha in (0, 1]; out[0] = x[0].
 std::vector<double> Ema(std::span<const double> x, double alpha);
 
