@@ -8,7 +8,7 @@
 --   normalization (deep nets without residual scaling, RNNs).
 -- fix: Clip gradients (max norm 1.0 is a common start), lower the learning rate, and check for
 --   missing normalization; resume from before the growth began if the loss already suffers.
--- param ratio = 10: recent median over the early median, at least
+-- param ratio = 8: recent median over the early median, at least
 -- param trend_z = 3: Mann–Kendall z over the run, at least
 -- param min_points = 30: gradient-norm points needed
 -- param recent_frac = 0.1: the recent window, as a fraction of the run

@@ -67,6 +67,7 @@ WITH span AS MATERIALIZED (
     -- A schedule annealing (or sitting at its floor) flattens the loss by design.
     AND NOT (lr_peak > 0 AND lr_then <= :lr_low * lr_peak)
     AND progress <= :max_progress AND progress_hi < :max_progress_upper
+    AND progress >= -:max_progress_upper                      -- clearly worse is no plateau
     AND level > 1e-3 * initial                                -- converged to ~0 is done, not stuck
 )
 SELECT series_id, since AS onset_step, since AS first_step, last_step,

@@ -9,6 +9,7 @@
 --   (ReduceLROnPlateau), or add data or regularization if training loss is still falling.
 -- param min_delta = 0.001: relative improvement that counts as progress (at least; more when
 --   validation's own evaluation-to-evaluation noise is larger)
+-- param noise_k = 2: progress must also beat this many SDs of validation's own noise
 -- param patience = 5: evaluations without progress
 -- param patience_seconds = 600: and at least this much of the run's time
 WITH val AS (
@@ -17,8 +18,8 @@ WITH val AS (
   -- Validation's own noise, relative: a dip within it is no progress.
   SELECT series_id, tw_noise_sd(step, value) / tw_median(value) AS rel FROM val GROUP BY series_id
 ), best AS MATERIALIZED (
-  SELECT val.series_id, tag, tw_best(step, value, max(:min_delta, COALESCE(noise.rel, 0))) AS j,
-         max(:min_delta, COALESCE(noise.rel, 0)) AS delta
+  SELECT val.series_id, tag, tw_best(step, value, max(:min_delta, :noise_k * COALESCE(noise.rel, 0))) AS j,
+         max(:min_delta, :noise_k * COALESCE(noise.rel, 0)) AS delta
   FROM val LEFT JOIN noise USING (series_id)
   GROUP BY val.series_id
 ), b AS (
