@@ -83,6 +83,8 @@ struct Pts {
 // One run's series by role, before they get a writer's tag names.
 struct Roles {
   Pts train, val, lr, grad, epoch, mem, stime;
+  Pts wnorm, uratio;                               // weight norm, update-to-weight ratio
+  std::vector<std::pair<std::string, Pts>> layers;  // per-layer gradient norms, by layer name
 };
 
 struct Case {
@@ -508,6 +510,67 @@ bool Generate(Case& c, Rng& r) {
     g.DefaultGrad();
     std::snprintf(buf, sizeof buf, "cosine ends at %.0f%%", 100 * end / L);
     c.extra = buf;
+  } else if (k == "oscillation") {
+    // After an initial drop, the loss swings 2.5-4x around a flat level with a period of
+    // 20-60 logged points (an LR too high for the valley), plus noise.
+    const int64_t at = g.StepAt(r.U(0.2, 0.4));
+    const double level = g.pl(static_cast<double>(at)), amp = std::log(r.U(2.5, 4.0)) / 2;
+    const double period = r.U(20, 60) * c.interval;
+    g.Train([&](double t) {
+      return t < at ? g.pl(t) : level * std::exp(amp * std::sin(2 * M_PI * (t - at) / period));
+    }, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(std::min<double>(t, at)) + 0.05; }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    c.onset = at;
+    std::snprintf(buf, sizeof buf, "swings x%.1f, period %.0f steps, from step %lld", std::exp(2 * amp), period,
+                  static_cast<long long>(at));
+    c.extra = buf;
+  } else if (k == "grok_found") {
+    // The grokking trap's curves, labeled: the rule says so, as information.
+    const double mid = L * r.U(0.45, 0.65), w = L * 0.03;
+    PowerLaw fast{0.01, 2.0, 1.0, L * 0.01};
+    g.Train(fast, c.noise);
+    g.Val([&](double t) { return 0.3 + 2.0 * Sigmoid(-(t - mid) / w); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    c.onset = g.AtOrAfter(static_cast<int64_t>(mid - 2 * w), g.evals);
+    std::snprintf(buf, sizeof buf, "val flat then drop at %.0f%%", 100 * mid / L);
+    c.extra = buf;
+  } else if (k == "grad_vanishing" || k == "dead_layer" || k == "layers_ok") {
+    // Per-layer gradient norms, 6 layers. Vanishing: the first layers 1e-5 or less of the last;
+    // dead: one layer exactly 0 from a step on; ok: layers within 30x of each other.
+    g.Base();
+    const int64_t at = k == "dead_layer" ? g.StepAt(r.U(0.2, 0.6)) : 0;
+    for (int i = 0; i < 6; ++i) {
+      Pts p;
+      const double top = r.U(0.1, 1.0);
+      const double scale = k == "grad_vanishing" ? top * std::pow(10.0, -6.0 * (5 - i) / 5.0) : top * r.U(0.03, 1.0);
+      for (int64_t s : g.steps)
+        p.Add(s, (k == "dead_layer" && i == 2 && s >= at) ? 0.0 : scale * g.Noise(0.2));
+      c.roles.layers.emplace_back("layers." + std::to_string(i) + ".weight", std::move(p));
+    }
+    c.onset = k == "layers_ok" ? -1 : at;
+    c.extra = k == "grad_vanishing" ? "first layers 1e-6 of the last" : k == "dead_layer" ? "layer 2 exactly 0" : "layers within 30x";
+  } else if (k == "weight_runaway" || k == "update_off" || k == "weights_ok") {
+    g.Base();
+    const int64_t at = g.StepAt(r.U(0.1, 0.4));
+    const double w0 = r.U(10, 100), grow = r.U(4, 20);
+    for (int64_t s : g.steps) {
+      const double t = static_cast<double>(s);
+      const double w = k == "weight_runaway" && s >= at
+                           ? w0 * std::exp(std::log(grow) * (t - at) / static_cast<double>(L - at))
+                           : w0 * (1 + 0.1 * t / static_cast<double>(L));
+      c.roles.wnorm.Add(s, w * g.Noise(0.01));
+      c.roles.uratio.Add(s, (k == "update_off" ? r.U(0.05, 0.3) : 1e-3) * g.Noise(0.3));
+    }
+    c.onset = k == "weight_runaway" ? at : k == "update_off" ? 0 : -1;
+    if (k == "weight_runaway") {
+      std::snprintf(buf, sizeof buf, "weight norm x%.0f from step %lld", grow, static_cast<long long>(at));
+      c.extra = buf;
+    } else {
+      c.extra = k == "update_off" ? "update ratio 0.05-0.3" : "weights and updates healthy";
+    }
   } else if (k == "grokking") {
     const double mid = L * r.U(0.45, 0.65), w = L * 0.03;
     PowerLaw fast{0.01, 2.0, 1.0, L * 0.01};
@@ -554,6 +617,7 @@ bool Generate(Case& c, Rng& r) {
 
 struct TagNames {
   std::string train, val, lr, grad, epoch, mem, stime, clip_key;
+  std::string wnorm = "weight_norm", uratio = "update_ratio", layer_prefix = "grad_norm/";
 };
 TagNames NamesFor(const std::string& style) {
   if (style == "pytorch") return {"Loss/train", "Loss/val", "lr", "grad_norm", "epoch", "memory", "step_time", "max_grad_norm"};
@@ -562,7 +626,7 @@ TagNames NamesFor(const std::string& style) {
             "gpu/memory_allocated", "train/step_time", "max_grad_norm"};
   if (style == "lightning")
     return {"train_loss", "val_loss", "lr-AdamW", "grad_2.0_norm_total", "epoch", "gpu_memory", "time/step",
-            "gradient_clip_val"};
+            "gradient_clip_val", "weight_norm", "update_ratio", "grad_2.0_norm/"};
   if (style == "tf2") return {"loss", "val/loss", "learning_rate", "grad_norm", "epoch", "memory", "step_time", "clip_norm"};
   return {"epoch_loss", "epoch_loss", "epoch_learning_rate", "", "", "", "", ""};
 }
@@ -614,6 +678,9 @@ void WriteCase(const std::string& root, const Case& c) {
   emit(evs, n.epoch, r.epoch, 4);
   emit(evs, n.mem, r.mem, 5);
   emit(evs, n.stime, r.stime, 6);
+  emit(evs, n.wnorm, r.wnorm, 7);
+  emit(evs, n.uratio, r.uratio, 8);
+  for (const auto& [layer, pts] : r.layers) emit(evs, n.layer_prefix + layer, pts, 9);
   const int64_t last = r.train.step.empty() ? 0 : r.train.step.back();
   if (c.clean_stop) evs.push_back({last, 99, testing::SessionLogEvent(last, wall(last) + 1, 2)});
   if (c.clip > 0) {
@@ -669,6 +736,12 @@ std::vector<KindSpec> Kinds() {
       {"step_time_creep", "step_time_creep", 20, kAll},
       {"stale", "stale_run", 16, kAll},
       {"grad_explosion", "grad_explosion", 24, kAll},
+      {"oscillation", "loss_oscillation", 16, kAll},
+      {"grok_found", "grokking", 12, kAll},
+      {"grad_vanishing", "grad_vanishing", 12, {"pytorch", "lightning", "tf2"}},
+      {"dead_layer", "layer_grad_imbalance", 12, {"pytorch", "lightning", "tf2"}},
+      {"weight_runaway", "weight_norm_runaway", 12, {"pytorch", "lightning", "tf2"}},
+      {"update_off", "update_ratio_off", 12, {"pytorch", "lightning", "tf2"}},
       {"healthy", "", 48, kAllK},
       {"s_curve", "", 16, kAllK},
       {"isolated_spikes", "", 20, kAllK},
@@ -682,6 +755,8 @@ std::vector<KindSpec> Kinds() {
       {"stale_finished", "", 8, kAll},
       {"stale_ancient", "", 4, kAll},
       {"stale_slow_rhythm", "", 4, kAll},
+      {"layers_ok", "", 12, {"pytorch", "lightning", "tf2"}},
+      {"weights_ok", "", 12, {"pytorch", "lightning", "tf2"}},
   };
 }
 
@@ -841,7 +916,9 @@ int Main(const Options& opt) {
     WriteCase(root, c);
     const Roles& r = c.roles;
     points += static_cast<int64_t>(r.train.v.size() + r.val.v.size() + r.lr.v.size() + r.grad.v.size() +
-                                   r.epoch.v.size() + r.mem.v.size() + r.stime.v.size());
+                                   r.epoch.v.size() + r.mem.v.size() + r.stime.v.size() + r.wnorm.v.size() +
+                                   r.uratio.v.size());
+    for (const auto& l : r.layers) points += static_cast<int64_t>(l.second.v.size());
   }
   auto t1 = Clock::now();
   {

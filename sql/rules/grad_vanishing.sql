@@ -26,11 +26,21 @@ WITH pts AS (
          (SELECT count(*) FROM layer) AS layers,
          (SELECT count(*) FROM layer WHERE med <= :max_abs) AS weak_layers,
          (SELECT min(first_step) FROM layer) AS first_step, (SELECT max(last_step) FROM layer) AS last_step
+), began AS MATERIALIZED (
+  -- Where the weakest layer went (and stayed) at or below max_abs.
+  SELECT ext.*, (SELECT max(step) FROM scalars WHERE series_id = ext.weak_id AND superseded = 0
+                   AND value > :max_abs) AS last_above,
+         (SELECT min(step) FROM scalars WHERE series_id = ext.weak_id AND superseded = 0) AS series_first
+  FROM ext
+), onset AS MATERIALIZED (
+  SELECT began.*, COALESCE((SELECT min(step) FROM scalars WHERE series_id = began.weak_id AND superseded = 0
+                              AND step > began.last_above), began.series_first) AS since
+  FROM began
 )
-SELECT weak_id AS series_id, first_step AS onset_step, first_step, last_step,
+SELECT weak_id AS series_id, since AS onset_step, first_step, last_step,
        weak_layers || ' of ' || layers || ' layers have gradient norms at or below ' || printf('%.0e', :max_abs) ||
          '; the weakest, ' || weak || ', is ' || printf('%.2e', lo) || ', ' || printf('%.0e', hi / lo) ||
          'x below the strongest (' || strong || ', ' || printf('%.2e', hi) || ')' AS message,
        json_object('weakest', weak, 'weakest_norm', lo, 'strongest', strong, 'strongest_norm', hi,
                    'layers', layers, 'weak_layers', weak_layers) AS evidence
-FROM ext WHERE layers >= 2 AND hi > 0 AND lo > 0 AND lo / hi <= :max_ratio AND lo <= :max_abs
+FROM onset WHERE layers >= 2 AND hi > 0 AND lo > 0 AND lo / hi <= :max_ratio AND lo <= :max_abs

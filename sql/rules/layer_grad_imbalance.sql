@@ -19,7 +19,12 @@ WITH pts AS (
          min(step) AS first_step, max(step) AS last_step
   FROM pts WHERE k <= :recent GROUP BY series_id
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id,
+       COALESCE((SELECT min(s.step) FROM scalars s WHERE s.series_id = layer.series_id AND s.superseded = 0
+                   AND s.step > (SELECT max(z.step) FROM scalars z WHERE z.series_id = layer.series_id
+                                   AND z.superseded = 0 AND z.value != 0)),
+                (SELECT min(s.step) FROM scalars s WHERE s.series_id = layer.series_id)) AS onset_step,
+       first_step, last_step,
        tag || ' is exactly 0 at each of its last ' || n || ' points (steps ' || first_step || ' to ' ||
          last_step || '): this layer receives no gradient' AS message,
        json_object('series', tag, 'points', n, 'zero', 1) AS evidence

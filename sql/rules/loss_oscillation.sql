@@ -7,10 +7,10 @@
 --   valley instead of descending it), or the batch is too small for this learning rate.
 -- fix: Halve the learning rate (or use a decay schedule), double the batch size, or both; with
 --   Adam, a lower beta2 (0.95) damps swings in non-stationary phases.
--- param tail_frac = 0.3: the most recent part of the run examined
+-- param tail_frac = 0.5: the most recent part of the run examined
 -- param smooth = 5: points in the rolling median that removes step-to-step noise
 -- param min_ratio = 2: the smoothed curve's 90th over 10th percentile, at least
--- param min_crossings = 6: times the smoothed curve crosses its median, at least
+-- param min_crossings = 4: times the smoothed curve crosses its median, at least
 -- param trend_z = 2.5: no decreasing trend: Mann–Kendall z above -trend_z
 -- param min_points = 60: points in the examined part
 --

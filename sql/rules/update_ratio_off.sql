@@ -16,9 +16,23 @@ WITH pts AS (
 ), v AS MATERIALIZED (
   SELECT series_id, tag, tw_median(value) AS med, count(*) AS n, min(step) AS first_step, max(step) AS last_step
   FROM pts WHERE k <= :recent GROUP BY series_id
+), began AS MATERIALIZED (
+  SELECT v.*, (SELECT max(step) FROM scalars WHERE series_id = v.series_id AND superseded = 0
+                 AND value > :low AND value < :high) AS last_ok,
+         (SELECT min(step) FROM scalars WHERE series_id = v.series_id AND superseded = 0) AS series_first
+  FROM v
+), onset AS MATERIALIZED (
+  -- Off from the start when the first tenth's median is already off (single noisy points may
+  -- stray into the band); else just after the last point inside the band.
+  SELECT began.*, CASE WHEN (SELECT tw_median(value) FROM scalars WHERE series_id = began.series_id
+                               AND superseded = 0 AND step <= began.series_first + 0.1 * (began.last_step - began.series_first))
+                            NOT BETWEEN :low AND :high THEN began.series_first
+                       ELSE COALESCE((SELECT min(step) FROM scalars WHERE series_id = began.series_id AND superseded = 0
+                                        AND step > began.last_ok), began.series_first) END AS since
+  FROM began
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id, since AS onset_step, first_step, last_step,
        tag || ' is ' || printf('%.2e', med) || ' (median of the last ' || n || ' points): ' ||
          CASE WHEN med <= :low THEN 'far below' ELSE 'far above' END || ' the healthy ~1e-3' AS message,
        json_object('series', tag, 'median', med, 'points', n, 'low', :low, 'high', :high) AS evidence
-FROM v WHERE n >= 10 AND (med <= :low OR med >= :high)
+FROM onset WHERE n >= 10 AND (med <= :low OR med >= :high)

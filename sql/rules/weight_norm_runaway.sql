@@ -20,10 +20,14 @@ WITH t AS MATERIALIZED (
          json_extract(j, '$.mk_z') AS z, json_extract(j, '$.first_step') AS first_step,
          json_extract(j, '$.last_step') AS last_step
   FROM t WHERE n >= :min_points
+), onset AS MATERIALIZED (
+  SELECT v.*, (SELECT tw_hinge_onset(p.step, ln(p.value)) FROM role_points p WHERE p.run_id = :run_id
+                 AND p.series_id = v.series_id AND p.value_class = 0 AND p.value > 0) AS since
+  FROM v
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || CASE WHEN fin >= :grow * start THEN ' keeps growing' ELSE ' is collapsing' END || ': from ' ||
          printf('%.4g', start) || ' to ' || printf('%.4g', fin) || ' (' || printf('%.2f', fin / start) ||
          'x, trend z ' || printf('%.1f', z) || ')' AS message,
        json_object('series', tag, 'start', start, 'end', fin, 'ratio', fin / start, 'trend_z', z) AS evidence
-FROM v WHERE start > 0 AND ((fin >= :grow * start AND z >= :trend_z) OR (fin <= :shrink * start AND z <= -:trend_z))
+FROM onset WHERE start > 0 AND ((fin >= :grow * start AND z >= :trend_z) OR (fin <= :shrink * start AND z <= -:trend_z))
