@@ -24,14 +24,20 @@ WITH span AS (
   FROM role_points, span WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
     AND step >= span.hi - :tail_frac * (span.hi - span.lo)
   GROUP BY series_id
+), began AS MATERIALIZED (
+  -- Where the swinging began: the first step the smoothed curve reached its swinging level.
+  SELECT t.*, (SELECT tw_first_below(p.step, p.value, json_extract(t.j, '$.level'), max(5, t.n / 25))
+                 FROM role_points p WHERE p.run_id = :run_id AND p.series_id = t.series_id
+                 AND p.value_class = 0) AS since
+  FROM t
 )
-SELECT series_id, first_step AS onset_step, first_step, last_step,
+SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ' swings over a ' || printf('%.1f', json_extract(j, '$.ratio')) || 'x range around ' ||
          printf('%.4g', json_extract(j, '$.level')) || ' (10th to 90th percentile, smoothed over ' || :smooth ||
          ' points), crossing that level ' || json_extract(j, '$.crossings') || ' times since step ' || first_step ||
          ', without a downward trend (z ' || printf('%.1f', json_extract(j, '$.mk_z')) || ')' AS message,
        json_object('series', tag, 'swing_ratio', json_extract(j, '$.ratio'), 'level', json_extract(j, '$.level'),
                    'crossings', json_extract(j, '$.crossings'), 'trend_z', json_extract(j, '$.mk_z')) AS evidence
-FROM t
+FROM began
 WHERE n >= :min_points AND json_extract(j, '$.log') = 1 AND json_extract(j, '$.ratio') >= :min_ratio
   AND json_extract(j, '$.crossings') >= :min_crossings AND json_extract(j, '$.mk_z') > -:trend_z
