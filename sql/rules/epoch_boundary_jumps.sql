@@ -14,7 +14,7 @@
 -- param window_frac = 0.35: points on each side of a boundary, as a fraction of an epoch
 -- param z = 2.5: jump, in standard errors of the difference between the medians either side
 -- param min_consecutive = 2: boundaries in a row with a jump the same way
--- param control_ratio = 3: the median |z| at boundaries over that at mid-epoch points, at least
+-- param control_ratio = 2.5: the median |z| at boundaries over that at mid-epoch points, at least
 --   (a trend shifts every window alike; only an epoch effect singles out the boundaries)
 -- param min_period = 10: without an epoch tag, the shortest period (in points) looked for
 -- param max_period = 5000: and the longest
