@@ -52,6 +52,37 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   e->patterns_ = EffectiveRolePatterns(e->options_.roles);
   TW_RETURN_IF_ERROR(RegisterSqlFunctions(*e->db_));
   TW_RETURN_IF_ERROR(WriteRoleTable(*e->db_, RoleMap{}));  // rules prepare against it
+  struct {
+    store::Stmt* stmt;
+    const char* sql;
+  } const fixed[] = {
+      {&e->series_tag_, "SELECT tag FROM series WHERE series_id = ?"},
+      {&e->run_name_, "SELECT name FROM runs WHERE run_id = ?"},
+      // How long a condition has held: the series' last wall time minus that at the onset.
+      {&e->held_,
+       "SELECT (SELECT max(wall_time) FROM scalars WHERE series_id = ?1 AND superseded = 0) - "
+       "(SELECT wall_time FROM scalars WHERE series_id = ?1 AND superseded = 0 AND step >= ?2 "
+       " ORDER BY step LIMIT 1)"},
+      // A forecast from L(t) = e + a t^-alpha on the training loss after its first 10%, to the
+      // planned end (hparams) or twice the current step.
+      {&e->forecast_,
+       "WITH loss AS (SELECT step, value FROM role_points WHERE run_id = ?1 AND role = 'train_loss' "
+       "              AND value_class = 0), "
+       "     span AS MATERIALIZED (SELECT min(step) AS lo, max(step) AS hi, count(*) AS n FROM loss), "
+       "     planned AS MATERIALIZED (SELECT max(value) AS steps FROM run_hparams WHERE run_id = ?1 "
+       "                 AND value_type = 'number' AND lower(key) IN ('max_steps', 'total_steps', "
+       "                 'num_training_steps', 'train_steps', 'max_iters', 'total_iters')), "
+       "     fit AS MATERIALIZED (SELECT (SELECT tw_powerlaw(step, value, COALESCE(planned.steps, 2 * span.hi)) "
+       "                 FROM loss WHERE step >= span.lo + 0.1 * (span.hi - span.lo)) AS j, span.n, planned.steps "
+       "                 FROM span, planned) "
+       "SELECT n, steps, j, json_extract(j, '$.ok'), json_extract(j, '$.r2'), json_extract(j, '$.forecast'), "
+       "json_extract(j, '$.target_step') FROM fit"},
+  };
+  for (const auto& f : fixed) {
+    Result<store::Stmt> st = e->db_->Prepare(f.sql);
+    if (!st.ok()) return st.status();
+    *f.stmt = std::move(*st);
+  }
 
   const std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
   for (const auto& r : all)
@@ -78,8 +109,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
     if (sqlite3_prepare_v3(e->db_->raw(), r.sql.c_str(), static_cast<int>(r.sql.size()),
                            SQLITE_PREPARE_PERSISTENT, &raw, &tail) != SQLITE_OK || !raw) {
       e->load_errors_.push_back(r.origin + ": " +
-                                (raw ? "" : std::string(sqlite3_errmsg(e->db_->raw()))) +
-                                (raw ? "no statement" : ""));
+                                (raw ? std::string("no statement") : sqlite3_errmsg(e->db_->raw())));
       continue;
     }
     p->stmt = store::Stmt(e->db_->raw(), raw);
@@ -154,26 +184,32 @@ Result<RoleMap> Engine::Roles(const std::vector<int64_t>* runs) {
 
 Status Engine::Finish(Observation* o, const Rule& r) {
   if (o->series_id != 0) {
-    Result<store::Stmt> q = db_->Prepare("SELECT tag FROM series WHERE series_id = ?");
-    if (!q.ok()) return q.status();
-    q->Bind(1, o->series_id);
-    Result<bool> row = q->Step();
+    series_tag_.Reset();
+    series_tag_.Bind(1, o->series_id);
+    Result<bool> row = series_tag_.Step();
     if (!row.ok()) return row.status();
-    if (*row) o->series = q->Text(0);
+    if (*row) o->series = series_tag_.Text(0);
+    series_tag_.Reset();
   }
   if (r.for_seconds > 0 && o->onset_step && o->series_id != 0) {
-    Result<store::Stmt> q = db_->Prepare(
-        "SELECT (SELECT max(wall_time) FROM scalars WHERE series_id = ?1 AND superseded = 0) - "
-        "(SELECT wall_time FROM scalars WHERE series_id = ?1 AND superseded = 0 AND step >= ?2 "
-        " ORDER BY step LIMIT 1)");
-    if (!q.ok()) return q.status();
-    q->Bind(1, o->series_id).Bind(2, *o->onset_step);
-    Result<bool> row = q->Step();
+    held_.Reset();
+    held_.Bind(1, o->series_id).Bind(2, *o->onset_step);
+    Result<bool> row = held_.Step();
     if (!row.ok()) return row.status();
-    o->held_seconds = *row && !q->IsNull(0) ? q->Real(0) : 0;
+    o->held_seconds = *row && !held_.IsNull(0) ? held_.Real(0) : 0;
     o->pending = o->held_seconds < r.for_seconds;
+    held_.Reset();
   }
   return Status::Ok();
+}
+
+std::string Engine::RunName(int64_t run_id) {
+  run_name_.Reset();
+  run_name_.Bind(1, run_id);
+  Result<bool> row = run_name_.Step();
+  std::string name = row.ok() && *row ? run_name_.Text(0) : "";
+  run_name_.Reset();
+  return name;
 }
 
 Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, Evaluation* ev) {
@@ -221,51 +257,30 @@ Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, E
   return Status::Ok();
 }
 
-Verdict Engine::VerdictFor(int64_t run_id, const std::string& run, const std::vector<Observation>& obs) {
+Verdict Engine::VerdictFor(int64_t run_id, const std::string& run, int worst) {
   Verdict v;
   v.run_id = run_id;
   v.run = run;
-  int worst = -1;
-  for (const auto& o : obs)
-    if (o.run_id == run_id && o.muted_by.empty() && !o.pending)
-      worst = std::max(worst, static_cast<int>(o.severity));
   v.verdict = worst >= static_cast<int>(Severity::kCritical) ? "kill"
               : worst >= static_cast<int>(Severity::kWarning) ? "watch"
                                                              : "healthy";
   if (v.verdict == "kill") return v;
-  // A forecast from L(t) = e + a t^-alpha on the loss after its first 10%, where the fit is good.
-  Result<store::Stmt> q = db_->Prepare(
-      "WITH loss AS (SELECT step, value FROM role_points WHERE run_id = ?1 AND role = 'train_loss' "
-      "              AND value_class = 0), "
-      "     span AS (SELECT min(step) AS lo, max(step) AS hi, count(*) AS n FROM loss), "
-      "     planned AS (SELECT max(value) AS steps FROM run_hparams "
-      "                 WHERE run_id = ?1 AND value_type = 'number' AND lower(key) IN "
-      "                 ('max_steps','total_steps','num_training_steps','train_steps','max_iters','total_iters')) "
-      "SELECT span.n, span.hi, planned.steps, "
-      "       (SELECT tw_powerlaw(step, value, COALESCE(planned.steps, 2 * span.hi)) FROM loss "
-      "        WHERE step >= span.lo + 0.1 * (span.hi - span.lo)) "
-      "FROM span, planned");
-  if (!q.ok()) return v;
-  q->Bind(1, run_id);
-  Result<bool> row = q->Step();
-  if (!row.ok() || !*row || q->IsNull(3) || q->Int(0) < 50) return v;
-  const std::string fit = q->Text(3);
-  v.evidence = fit;
-  Result<store::Stmt> parse = db_->Prepare(
-      "SELECT json_extract(?1, '$.ok'), json_extract(?1, '$.r2'), json_extract(?1, '$.forecast'), "
-      "json_extract(?1, '$.target_step')");
-  if (!parse.ok()) return v;
-  parse->Bind(1, fit);
-  Result<bool> prow = parse->Step();
-  if (!prow.ok() || !*prow || parse->Int(0) != 1 || parse->Real(1) < 0.8) return v;
-  // A loss that has been positive throughout cannot be forecast below zero: such a fit has
-  // found a curve, not the run's asymptote.
-  if (parse->Real(2) <= 0) return v;
-  const bool planned = !q->IsNull(2);
-  v.forecast = "at this trajectory, about " + Fmt(parse->Real(2)) + " by step " +
-               std::to_string(static_cast<int64_t>(parse->Real(3))) +
-               (planned ? " (the planned end)" : " (if it runs twice as long)") + "; fit R² " +
-               Fmt(parse->Real(1));
+  store::Stmt& q = forecast_;
+  q.Reset();
+  q.Bind(1, run_id);
+  Result<bool> row = q.Step();
+  // Enough points, a fit that succeeded with R² >= 0.8, and a positive forecast (a loss that
+  // was positive throughout cannot be forecast below zero: such a fit found a curve, not the
+  // run's asymptote).
+  if (row.ok() && *row && q.Int(0) >= 50 && !q.IsNull(2) && q.Int(3) == 1 && q.Real(4) >= 0.8 &&
+      q.Real(5) > 0) {
+    v.evidence = q.Text(2);
+    v.forecast = "at this trajectory, about " + Fmt(q.Real(5)) + " by step " +
+                 std::to_string(static_cast<int64_t>(q.Real(6))) +
+                 (q.IsNull(1) ? " (if it runs twice as long)" : " (the planned end)") + "; fit R² " +
+                 Fmt(q.Real(4));
+  }
+  q.Reset();
   return v;
 }
 
@@ -319,22 +334,24 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
   for (const auto& r : rules_) by_id[r.id] = &r;
   for (auto& o : ev.observations) {
     if (Status st = Finish(&o, *by_id[o.rule]); !st.ok()) ev.errors.push_back(o.rule + ": " + st.message());
-    if (o.run.empty()) {
-      if (auto n = names.find(o.run_id); n != names.end()) {
-        o.run = n->second;
-      } else if (Result<store::Stmt> q = db_->Prepare("SELECT name FROM runs WHERE run_id = ?"); q.ok()) {
-        q->Bind(1, o.run_id);
-        if (Result<bool> row = q->Step(); row.ok() && *row) o.run = q->Text(0);
-      }
-    }
+    if (o.run.empty()) o.run = names.count(o.run_id) ? names[o.run_id] : RunName(o.run_id);
   }
   // Inhibition: a rule listed in another's inhibited_by, firing on the same run, mutes it.
-  for (auto& o : ev.observations)
+  std::map<int64_t, std::set<std::string>> firing;  // run -> rules firing (not pending) on it
+  for (const auto& o : ev.observations)
+    if (!o.pending) firing[o.run_id].insert(o.rule);
+  std::map<int64_t, int> worst;  // run -> most severe unmuted firing severity
+  for (auto& o : ev.observations) {
     for (const auto& by : by_id[o.rule]->inhibited_by)
-      for (const auto& other : ev.observations)
-        if (other.rule == by && other.run_id == o.run_id && !other.pending && o.muted_by.empty())
-          o.muted_by = by;
-  for (int64_t run : map->subjects) ev.verdicts.push_back(VerdictFor(run, names[run], ev.observations));
+      if (o.muted_by.empty() && firing[o.run_id].count(by)) o.muted_by = by;
+    if (o.muted_by.empty() && !o.pending) {
+      auto [it, added] = worst.emplace(o.run_id, static_cast<int>(o.severity));
+      if (!added) it->second = std::max(it->second, static_cast<int>(o.severity));
+    }
+  }
+  for (int64_t run : map->subjects)
+    ev.verdicts.push_back(VerdictFor(run, names.count(run) ? names[run] : RunName(run),
+                                     worst.count(run) ? worst[run] : -1));
   (void)db_->Exec("COMMIT");
   return ev;
 }

@@ -93,12 +93,16 @@ class Engine {
   Engine() = default;
   Status RunRule(Prepared& p, std::optional<int64_t> run_id, double now, Evaluation* ev);
   Status Finish(Observation* o, const Rule& r);
-  Verdict VerdictFor(int64_t run_id, const std::string& run, const std::vector<Observation>& obs);
+  // `worst`: the most severe unmuted, firing severity on the run, or -1 for none.
+  Verdict VerdictFor(int64_t run_id, const std::string& run, int worst);
+  std::string RunName(int64_t run_id);
 
   std::unique_ptr<store::Db> db_;
   EngineOptions options_;
   std::vector<Rule> rules_;
   std::vector<std::unique_ptr<Prepared>> prepared_;
+  // Statements every evaluation runs per run or per observation, prepared once in Open().
+  store::Stmt series_tag_, held_, run_name_, forecast_;
   std::vector<std::string> load_errors_;
   std::vector<RolePattern> patterns_;
   std::map<int64_t, std::pair<int64_t, int64_t>> last_change_;  // run -> (offsets sum, files)
