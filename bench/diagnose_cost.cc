@@ -32,6 +32,7 @@
 #include "ingest/ingest.h"
 #include "store/store.h"
 #include "support/event_writer.h"
+#include "work_dir.h"
 
 namespace {
 
@@ -106,25 +107,8 @@ double Median(std::vector<double> v) {
 }
 
 int Main(const Options& opt) {
-  std::string work = opt.keep;
-  bool remove = false;
-  if (work.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "diagnose-cost-XXXXXX").native();
-    if (!::mkdtemp(tmpl.data())) Die("mkdtemp failed for " + tmpl);
-    work = tmpl;
-    remove = true;
-  } else {
-    fs::remove_all(work);
-    fs::create_directories(work);
-  }
-  struct Cleanup {
-    std::string dir;
-    bool on;
-    ~Cleanup() {
-      std::error_code ec;
-      if (on) fs::remove_all(dir, ec);
-    }
-  } cleanup{work, remove};
+  const bench::WorkDir dir(opt.keep, "diagnose-cost", {"logs", "tw.db", "tw.db-wal", "tw.db-shm"});
+  const std::string& work = dir.path();
   const std::string root = work + "/logs", db = work + "/tw.db";
 
   auto a = Clock::now();
@@ -245,7 +229,7 @@ int Main(const Options& opt) {
   std::sort(top.rbegin(), top.rend());
   for (const auto& [s, id] : top) std::printf(" %s %.2f;", id.c_str(), s);
   std::printf("\nfull cycle: %zu runs examined, %zu observations\n", full.examined, full.observations);
-  if (!remove) std::printf("kept %s\n", work.c_str());
+  if (!opt.keep.empty()) std::printf("kept %s\n", work.c_str());
   return 0;
 }
 

@@ -50,6 +50,7 @@
 #include "ingest/ingest.h"
 #include "store/store.h"
 #include "support/event_writer.h"
+#include "work_dir.h"
 
 namespace {
 
@@ -884,28 +885,8 @@ std::string Finding(const diagnose::Observation& o) {
 }
 
 int Main(const Options& opt) {
-  std::string work = opt.keep;
-  bool remove = false;
-  if (work.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "diagnose-eval-XXXXXX").native();
-    if (!::mkdtemp(tmpl.data())) Die("mkdtemp failed for " + tmpl);
-    work = tmpl;
-    remove = true;
-  } else {
-    fs::remove_all(work + "/logs");
-    fs::remove(work + "/tw.db");
-    fs::remove(work + "/tw.db-wal");
-    fs::remove(work + "/tw.db-shm");
-    fs::create_directories(work);
-  }
-  struct Cleanup {
-    std::string dir;
-    bool on;
-    ~Cleanup() {
-      std::error_code ec;
-      if (on) fs::remove_all(dir, ec);
-    }
-  } cleanup{work, remove};
+  const bench::WorkDir dir(opt.keep, "diagnose-eval", {"logs", "tw.db", "tw.db-wal", "tw.db-shm"});
+  const std::string& work = dir.path();
   const std::string root = work + "/logs", db = work + "/tw.db";
 
   auto t0 = Clock::now();
@@ -1066,7 +1047,7 @@ int Main(const Options& opt) {
   std::printf("\nTime per rule (s):");
   for (const auto& [id, s] : ev->rule_seconds) std::printf(" %s %.2f;", id.c_str(), s);
   std::printf("\n");
-  if (!remove) std::printf("kept %s\n", work.c_str());
+  if (!opt.keep.empty()) std::printf("kept %s\n", work.c_str());
   return all_recall && all_onset && fa <= 0.02 ? 0 : 1;
 }
 

@@ -23,15 +23,13 @@ class Json {
   Json& Str(std::string_view key, std::string_view v) { return Member(key, JsonQuote(v)); }
   Json& Bool(std::string_view key, bool v) { return Member(key, v ? "true" : "false"); }
   Json& Raw(std::string_view key, std::string_view json) { return Member(key, json); }
-  Json& Json_(std::string_view key, const Json& v) { return Member(key, v.str()); }
+  Json& Nested(std::string_view key, const Json& v) { return Member(key, v.str()); }
   // Arrays: appends an element.
   Json& Push(const Json& v) { return Member("", v.str()); }
-  Json& PushRaw(std::string_view json) { return Member("", json); }
 
   // The last n elements of an array (all when fewer).
   Json LastItems(size_t n) const;
   const std::string& str() const;
-  bool empty() const { return items_.empty(); }
 
  private:
   Json& Member(std::string_view key, std::string_view json);

@@ -231,7 +231,7 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
       .Num("pending", static_cast<double>(pending)).Num("max_z", max_z).Num("max_ratio", max_ratio)
       .Num("first_step", first_step).Num("last_step", last_step)
       .Num("series_last_step", n ? s.step.back() : NAN)
-      .Json_("spikes", spikes.LastItems(500));
+      .Nested("spikes", spikes.LastItems(500));
   ResultJson(ctx, j);
 }
 
@@ -439,7 +439,7 @@ void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
       .Num("first_down_step", first_down).Num("last_down_step", last_down)
       .Num("boundary_median_abs_z", stats::Median(boundary_abs))
       .Num("control_median_abs_z", stats::Median(control_abs))
-      .Json_("jumps", jumps.LastItems(12));
+      .Nested("jumps", jumps.LastItems(12));
   ResultJson(ctx, j);
 }
 
