@@ -12,7 +12,7 @@
 --   call sampler.set_epoch(epoch) before each epoch); for streaming data, shuffle shards and
 --   use a shuffle buffer.
 -- param window_frac = 0.35: points on each side of a boundary, as a fraction of an epoch
--- param z = 2.5: jump, in standard errors of the difference between the medians either side
+-- param z = 2.5: jump, in standard errors of the difference between lines fitted either side
 -- param min_consecutive = 2: boundaries in a row with a jump the same way
 -- param control_ratio = 2.5: the median |z| at boundaries over that at mid-epoch points, at least
 --   (a trend shifts every window alike; only an epoch effect singles out the boundaries)
