@@ -37,16 +37,17 @@ DiagnoseWorker::DiagnoseWorker(std::string db_path, std::function<int64_t()> poi
 DiagnoseWorker::~DiagnoseWorker() { Stop(); }
 
 Status DiagnoseWorker::Configure(const Config& config) {
-  if (!config.rules_enabled) {
-    std::lock_guard lock(mu_);
-    pending_ = config;
-    return Status::Ok();
+  // The rules load before the configuration is accepted (a typo is refused, not half-applied);
+  // the engine that loaded them is the one the diagnosis thread then uses. (An engine is used
+  // by one thread at a time: this one until it is handed over.)
+  std::unique_ptr<diagnose::Engine> engine;
+  if (config.rules_enabled) {
+    Result<std::unique_ptr<diagnose::Engine>> opened = OpenEngine(db_path_, config);
+    if (!opened.ok()) return opened.status();
+    engine = std::move(*opened);
   }
-  // Check the rules load before accepting the configuration (a typo is refused, not half-applied).
-  Result<std::unique_ptr<diagnose::Engine>> probe = OpenEngine(db_path_, config);
-  if (!probe.ok()) return probe.status();
   std::lock_guard lock(mu_);
-  pending_ = config;
+  pending_ = Pending{config, std::move(engine)};
   return Status::Ok();
 }
 
@@ -72,29 +73,28 @@ void DiagnoseWorker::Loop() {
   Clock::duration last_cost{};
   int64_t seen_points = -1;
   while (!stop_) {
-    std::optional<Config> next;
+    std::optional<Pending> next;
     {
       std::lock_guard lock(mu_);
       next.swap(pending_);
     }
     if (next) {
-      config_ = std::move(*next);
+      config_ = std::move(next->config);
       {
         std::lock_guard lock(engine_mu_);
         engine_.reset();
       }
       tracker_.reset();
       seen_points = -1;  // re-examine everything under the new rules
-      if (config_.rules_enabled) {
-        Result<std::unique_ptr<diagnose::Engine>> e = OpenEngine(db_path_, config_);
+      if (next->engine) {
         Result<std::unique_ptr<diagnose::FindingTracker>> t = diagnose::FindingTracker::Open(db_path_);
-        if (e.ok() && t.ok()) {
+        if (t.ok()) {
           std::lock_guard lock(engine_mu_);
-          engine_ = std::move(*e);
+          engine_ = std::move(next->engine);
           tracker_ = std::move(*t);
           log::Info("diagnosis: " + std::to_string(engine_->rules().size()) + " rules loaded");
         } else {
-          log::Error("diagnosis disabled: " + (e.ok() ? t.status() : e.status()).message());
+          log::Error("diagnosis disabled: " + t.status().message());
         }
       }
     }

@@ -45,8 +45,14 @@ class DiagnoseWorker {
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> cycles_{0};
 
-  std::mutex mu_;  // guards pending_ (set by the I/O thread on reload)
-  std::optional<Config> pending_;
+  // A configuration accepted by Configure() with the engine it validated the rules with (none
+  // when rules are off), handed to the diagnosis thread. Guarded by mu_.
+  struct Pending {
+    Config config;
+    std::unique_ptr<diagnose::Engine> engine;
+  };
+  std::mutex mu_;
+  std::optional<Pending> pending_;
 
   // Owned by the diagnosis thread once started; engine_ is also read (to Cancel it) by Stop(),
   // under engine_mu_, which the diagnosis thread holds while it replaces the engine.
