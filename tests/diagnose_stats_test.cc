@@ -503,6 +503,20 @@ TEST(Stats, BestSoFarImprovesThenStalls) {
   EXPECT_EQ(b.since, 19);
 }
 
+// A flat, noisy stretch: each value is within the threshold of the lowest so far, but the
+// last ones are more than the threshold below the first. Anchoring progress to the last
+// value that counted (as Keras' EarlyStopping does) would call index 4 progress.
+TEST(Stats, BestSoFarNoiseDoesNotAddUpToProgress) {
+  BestSoFar b = BestSoFarMin(Vec{1.0, 0.996, 0.997, 0.995, 0.994, 0.993}, 0.005);
+  EXPECT_EQ(b.best_index, 1);
+  EXPECT_DOUBLE_EQ(b.best, 0.996);
+  EXPECT_EQ(b.since, 4);
+  // A real step down later still counts.
+  b = BestSoFarMin(Vec{1.0, 0.996, 0.997, 0.995, 0.95, 0.951}, 0.005);
+  EXPECT_EQ(b.best_index, 4);
+  EXPECT_EQ(b.since, 1);
+}
+
 TEST(Stats, BestSoFarNonPositiveValues) {
   // best = -1: the bar is -1 - 0.01 = -1.01.
   BestSoFar b = BestSoFarMin(Vec{-1, -1.0005, -1.02, -1.021}, 0.01);

@@ -181,6 +181,47 @@ TEST_F(DiagnoseTest, RecurringSpikesFireIsolatedOnesStayQuiet) {
   EXPECT_TRUE(Of(ev, "loss_spikes", "isolated").empty());
 }
 
+// Noisy (15% per point) training loss: one spike after which the loss settles 1.45x higher is
+// a warning; the same spike followed by the old level is not. (1.45x is within one point's noise
+// band, 3 MADs of log-loss, but far outside the noise of the median of 50 points.)
+TEST_F(DiagnoseTest, ASpikeThatLeavesTheLossHigherDidNotRecover) {
+  auto noisy = [this](int64_t t, double after) {
+    const double level = 0.5 + 2.0 * std::pow(1 + t / 100.0, -0.8);
+    return level * (t == 1500 ? 7.0 : t > 1500 ? after : 1.0) *
+           std::exp(std::normal_distribution<>(0, 0.15)(rng_));
+  };
+  WriteRun("shifted", 3000, {{"loss", [&](int64_t t) { return noisy(t, 1.45); }}});
+  WriteRun("recovered", 3000, {{"loss", [&](int64_t t) { return noisy(t, 1.0); }}});
+  Evaluation ev = Evaluate();
+  auto s = Of(ev, "loss_spikes", "shifted");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].severity, Severity::kWarning);
+  EXPECT_EQ(s[0].onset_step, 1500);
+  EXPECT_NE(s[0].message.find("1 did not come back"), std::string::npos) << s[0].message;
+  EXPECT_EQ(Alarms(ev, "recovered"), std::vector<std::string>{});
+}
+
+// Validation that drops then sits flat with noise of its own (the numbers are a real case from
+// the evaluation): the last evaluation, 1.2535, is 0.7% below the first flat one, 1.2627, more
+// than the tolerance, but not below the lowest before it (1.2563). Counting from the first flat
+// one, as Keras' EarlyStopping does, would call it progress and see no stall.
+TEST_F(DiagnoseTest, ValidationStallIsSeenThroughItsNoise) {
+  static const double kVal[] = {2.0481, 1.7691, 1.6181, 1.5205, 1.4477, 1.3909, 1.3490,
+                                1.3139, 1.2827, 1.2627, 1.2563, 1.2614, 1.2588, 1.2563,
+                                1.2574, 1.2598, 1.2597, 1.2584, 1.2535, 1.2592};
+  // 4000 steps of 0.5 s, an evaluation every 200: the stall lasts 15 min, beyond the default 10.
+  WriteRun("stalled", 4000, {{"train/loss", HealthyLoss(), 10},
+                             {"eval/loss", [](int64_t t) { return kVal[t / 200]; }, 200}});
+  WriteRun("improving", 4000, {{"train/loss", HealthyLoss(), 10},
+                               {"eval/loss", [](int64_t t) { return 0.3 + 2.0 * std::exp(-t / 3000.0); }, 200}});
+  Evaluation ev = Evaluate();
+  auto v = Of(ev, "val_stall", "stalled");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].severity, Severity::kInfo);
+  EXPECT_NEAR(static_cast<double>(*v[0].onset_step), 2000, 200);
+  EXPECT_TRUE(Of(ev, "val_stall", "improving").empty());
+}
+
 TEST_F(DiagnoseTest, PlateauAfterADropButNotWhileLrIsAtItsFloor) {
   auto plateau = [this](int64_t t) {
     return (t < 800 ? Healthy(t, rng_) : 0.3 + 2.0 * std::pow(1 + 800 / 200.0, -0.7)) *

@@ -48,20 +48,28 @@ plateau AS MATERIALIZED (
                        AND v.step > plateau.lo + 0.05 * (plateau.hi - plateau.lo)
                        AND v.value < (plateau.level + plateau.best) / 2) AS drop_step
   FROM plateau WHERE best <= :drop * level
+), onset AS MATERIALIZED (
+  -- The drop's onset: where a flat line fitted to the plateau bends into the drop (a hinge fit
+  -- up to the drop's midpoint); with too few evaluations for a fit, the last evaluation still
+  -- within 10% of the plateau.
+  SELECT d.*, COALESCE((SELECT tw_hinge_onset(v.step, -v.value) FROM val v WHERE v.series_id = d.series_id
+                          AND v.step <= d.drop_step),
+                       (SELECT max(v.step) FROM val v WHERE v.series_id = d.series_id AND v.step < d.drop_step
+                          AND v.value >= 0.9 * d.level), d.drop_step) AS onset_step
+  FROM dropped d WHERE drop_step IS NOT NULL
 ), judged AS MATERIALIZED (
-  SELECT d.*, (SELECT tag FROM val WHERE series_id = d.series_id LIMIT 1) AS tag,
-         (SELECT json_extract(tw_trend(v.step, v.value), '$.mk_z') FROM val v WHERE v.series_id = d.series_id
-            AND v.step BETWEEN d.lo + 0.05 * (d.hi - d.lo) AND d.drop_step) AS flat_z,
+  -- Flatness is judged on the plateau alone, before the onset: the first steps of the drop
+  -- would read as a downward trend.
+  SELECT o.*, (SELECT tag FROM val WHERE series_id = o.series_id LIMIT 1) AS tag,
+         (SELECT json_extract(tw_trend(v.step, v.value), '$.mk_z') FROM val v WHERE v.series_id = o.series_id
+            AND v.step >= o.lo + 0.05 * (o.hi - o.lo) AND v.step < o.onset_step) AS flat_z,
          (SELECT tw_median(p.value) FROM role_points p WHERE p.run_id = :run_id AND p.role = 'train_loss'
-            AND p.value_class = 0 AND p.step BETWEEN d.lo + 0.5 * (d.drop_step - d.lo) AND d.drop_step) AS train_on_plateau,
+            AND p.value_class = 0 AND p.step BETWEEN o.lo + 0.5 * (o.drop_step - o.lo) AND o.drop_step) AS train_on_plateau,
          (SELECT json_extract(tw_trend(p.step, p.value), '$.start') FROM role_points p WHERE p.run_id = :run_id
             AND p.role = 'train_loss' AND p.value_class = 0) AS train_initial
-  FROM dropped d WHERE drop_step IS NOT NULL
+  FROM onset o
 )
-SELECT series_id,
-       -- The drop's onset: the last evaluation still within 10% of the plateau before it.
-       COALESCE((SELECT max(v.step) FROM val v WHERE v.series_id = judged.series_id AND v.step < drop_step
-                   AND v.value >= 0.9 * level), drop_step) AS onset_step,
+SELECT series_id, onset_step,
        lo AS first_step, hi AS last_step, 'info' AS severity,
        tag || ' sat near ' || printf('%.4g', level) || ' until step ' || drop_step || ' (' ||
          printf('%.0f', 100.0 * (drop_step - lo) / (hi - lo)) || '% of the run) while training loss was already ' ||

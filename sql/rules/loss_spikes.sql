@@ -13,6 +13,8 @@
 -- param z = 8: modified z (median/MAD of log-loss) that makes a point a spike
 -- param min_ratio = 1.5: a spike must also be this many times the running level
 -- param recover_points = 50: points after a spike within which it must come back
+-- param recover_ratio = 1.25: come back means the median of those points is within this factor
+--   of the level before the spike (or within that median's noise)
 -- param min_count = 3: spikes of at least big_ratio worth mentioning (as information, when they
 --   all recovered: isolated spikes that recover are normal, however tall)
 -- param big_ratio = 3: how big those must be
@@ -25,7 +27,7 @@
 WITH span AS (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
 ), s AS MATERIALIZED (
-  SELECT series_id, tag, tw_spikes(step, value, :window, :z, :recover_points) AS j
+  SELECT series_id, tag, tw_spikes(step, value, :window, :z, :recover_points, :recover_ratio) AS j
   FROM role_points, span
   WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
     AND step >= span.lo + :warmup_frac * (span.hi - span.lo)

@@ -186,6 +186,7 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
   const int window = std::max(5, static_cast<int>(Arg(a, 0, 100)));
   const double zthr = Arg(a, 1, 8);
   const size_t recover = static_cast<size_t>(std::max(1.0, Arg(a, 2, 50)));
+  const double recover_ratio = std::max(1.0, Arg(a, 3, 1.25));
   Series s = Sorted(a, true);
   const size_t n = s.value.size();
   stats::TrailingZ tz = stats::TrailingRobustZ(s.value, window);
@@ -208,7 +209,12 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
     std::string recovered = "null";
     if (end + recover < n) {
       std::vector<double> after(s.value.begin() + end + 1, s.value.begin() + end + 1 + recover);
-      const bool ok = stats::Median(after) <= level + 3 * 1.4826 * d;
+      // Recovered: the level after is back within recover_ratio of the level before, or
+      // within 3 SDs of a median of `recover` noisy points. Comparing against one point's
+      // noise instead would let a noisy curve settle 1.7x higher and call it recovered.
+      const double noise = 3 * 1.4826 * d * 1.2533 / std::sqrt(static_cast<double>(recover));
+      const double ratio_tol = s.log ? std::log(recover_ratio) : std::abs(level) * (recover_ratio - 1);
+      const bool ok = stats::Median(after) <= level + std::max(noise, ratio_tol);
       recovered = ok ? "true" : "false";
       if (!ok) unrecovered++;
     } else {
@@ -576,6 +582,7 @@ const Def kDefs[] = {
     {"tw_hinge_onset", 2, true, FinalFn<HingeFinal>},
     {"tw_trend", 2, true, FinalFn<TrendFinal>},
     {"tw_spikes", 5, true, FinalFn<SpikesFinal>},
+    {"tw_spikes", 6, true, FinalFn<SpikesFinal>},
     {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},
     {"tw_best", 3, true, FinalFn<BestFinal>},
     {"tw_swings", 3, true, FinalFn<SwingsFinal>},

@@ -7,7 +7,8 @@
 //   tw_noise_sd(step, value)                             point-to-point noise (second differences)
 //   tw_hinge_onset(step, value)                          where a flat stretch turns into a rise
 //   tw_trend(step, value)                                Theil–Sen slope, Mann–Kendall z, ...
-//   tw_spikes(step, value, window, z, recover_points)    robust z on log(value), spike events
+//   tw_spikes(step, value, window, z, recover_points [, recover_ratio])
+//                                                        robust z on log(value), spike events
 //   tw_divergence(step, value, window)                   best and current smoothed level
 //   tw_best(step, value, min_delta_rel)                  best-so-far (minimizing) and since when
 //   tw_swings(step, value, window)                       swing ratio and median crossings

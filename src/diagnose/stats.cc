@@ -430,14 +430,23 @@ BestSoFar BestSoFarMin(std::span<const double> y, double min_delta_rel) {
   if (y.empty()) return b;
   // A negative threshold would count getting worse as improving.
   const double rel = std::isnan(min_delta_rel) ? 0.0 : std::max(0.0, min_delta_rel);
+  // best * (1 - rel) for best > 0 and best - |best| * rel for best <= 0 are the same line.
+  auto bar = [rel](double best) { return best - std::abs(best) * rel; };
+  // suffix_min[i] = min(y[i..]). Progress is judged against the lowest value so far, not
+  // against the value that last counted as progress: anchored to that one (Keras'
+  // EarlyStopping), noise on a flat curve eventually adds up to one "improvement" and
+  // resets the count however long the stall.
+  std::vector<double> suffix_min(y.size() + 1, INFINITY);
+  for (size_t i = y.size(); i-- > 0;) suffix_min[i] = std::min(y[i], suffix_min[i + 1]);
   b.best_index = 0;
   b.best = y[0];
-  for (size_t i = 1; i < y.size(); ++i) {
-    // best * (1 - rel) for best > 0 and best - |best| * rel for best <= 0 are the same line.
-    if (y[i] < b.best - std::abs(b.best) * rel) {
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] < b.best) {
       b.best_index = static_cast<int64_t>(i);
       b.best = y[i];
     }
+    // Stalled since i when nothing later beats the best so far by the threshold.
+    if (!(suffix_min[i + 1] < bar(b.best))) break;
   }
   b.since = static_cast<int64_t>(y.size()) - 1 - b.best_index;
   return b;

@@ -83,7 +83,9 @@ Period DominantPeriod(std::span<const double> y, int64_t min_period, int64_t max
 // Best-so-far with a relative improvement threshold (Keras/PyTorch ReduceLROnPlateau,
 // EarlyStopping "rel" mode). A value improves when it is below best * (1 - min_delta_rel)
 // for minimizing (for values <= 0 the threshold is best - |best| * min_delta_rel). Returns
-// the index of the last improvement and how many points followed it.
+// the first index after which nothing beats the lowest value so far by that threshold (the
+// lowest value up to there is `best`), and how many points followed it. With a threshold of
+// 0 that is the first occurrence of the minimum.
 struct BestSoFar {
   int64_t best_index = -1;
   double best = 0;
