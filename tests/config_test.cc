@@ -308,6 +308,54 @@ TEST_F(Config, TheBinaryRefusesAStoreThatIsNotOurs) {
   EXPECT_NE(out.find("not a trainwatch database"), std::string::npos) << out;
 }
 
+TEST_F(Config, NotifyChannelsLoadWithSecretsFromTheEnvironment) {
+  ::setenv("TW_TEST_HOOK", "http://127.0.0.1:9/services/T/B/SECRET", 1);
+  Result<app::Config> c = Load(
+      "[notify]\nmax_age_hours = 2\n"
+      "[[notify.channel]]\nname = \"a\"\ntype = \"slack\"\nurl_env = \"TW_TEST_HOOK\"\n"
+      "min_severity = \"critical\"\nruns = [\"prod/*\"]\nlink = \"http://tb/{run}\"\n"
+      "[[notify.channel]]\nname = \"b\"\ntype = \"webhook\"\nurl_env = \"TW_TEST_HOOK\"\n");
+  ::unsetenv("TW_TEST_HOOK");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->channels.size(), 2u);
+  EXPECT_EQ(c->notify_max_age_seconds, 7200);
+  EXPECT_EQ(c->channels[0].url, "http://127.0.0.1:9/services/T/B/SECRET");
+  EXPECT_EQ(c->channels[0].min_severity, notify::SeverityLevel::kCritical);
+  EXPECT_FALSE(c->channels[0].send_resolved);  // Slack's default
+  EXPECT_TRUE(c->channels[1].send_resolved);   // a webhook's
+  EXPECT_EQ(c->channels[0].runs, std::vector<std::string>{"prod/*"});
+  EXPECT_EQ(app::EffectiveChannels(app::Config{}).at(0).type, "console");
+}
+
+TEST_F(Config, NotifyMistakesAreNamedWithoutTheSecret) {
+  const std::string chan = "[[notify.channel]]\nname = \"a\"\ntype = \"slack\"\n";
+  EXPECT_NE(LoadError(chan + "url_env = \"TW_SURELY_UNSET\"\n").find("TW_SURELY_UNSET (url_env) is not set"),
+            std::string::npos);
+  EXPECT_NE(LoadError(chan + "urll = \"x\"\n").find("unknown key 'urll'"), std::string::npos);
+  EXPECT_NE(LoadError(chan + "url = \"ftp://h/x/SECRET\"\n").find("scheme"), std::string::npos);
+  EXPECT_EQ(LoadError(chan + "url = \"ftp://h/x/SECRET\"\n").find("SECRET"), std::string::npos);
+  EXPECT_NE(LoadError(chan + "url = \"http://h/x\"\nmin_severity = \"loud\"\n").find("min_severity"),
+            std::string::npos);
+  EXPECT_NE(LoadError("[[notify.channel]]\nname = \"a\"\ntype = \"pager\"\nurl = \"http://h/\"\n").find("type must be"),
+            std::string::npos);
+  EXPECT_NE(LoadError(chan + "url = \"http://h/x\"\n" + chan + "url = \"http://h/y\"\n").find("two channels"),
+            std::string::npos);
+}
+
+TEST_F(Config, ASecretInAFileOthersCanReadIsRefused) {
+  const std::string text = "[[notify.channel]]\nname = \"a\"\ntype = \"slack\"\nurl = \"http://h/services/SECRET\"\n";
+  WriteFile(path_, text);
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                             fs::perms::others_read);
+  Result<app::Config> c = app::LoadConfigFile(path_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("readable by group or others (mode 0644)"), std::string::npos)
+      << c.status().message();
+  EXPECT_EQ(c.status().message().find("SECRET"), std::string::npos);
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_TRUE(app::LoadConfigFile(path_).ok());
+}
+
 TEST_F(Config, TheDocumentedExampleParses) {
   const std::string example = ExampleConfigPath();
   ASSERT_TRUE(fs::exists(example)) << example;

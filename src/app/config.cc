@@ -1,9 +1,11 @@
 #include "app/config.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <toml++/toml.h>
 
@@ -147,6 +149,120 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
   return Status::Ok();
 }
 
+// A secret from exactly one of: KEY (in the file), KEY_env (an environment variable), or
+// KEY_credential (a file in systemd's $CREDENTIALS_DIRECTORY, from LoadCredential=). Error
+// messages name where the secret was looked for, never its value.
+Status GetSecret(const std::string& path, const std::string& where, const Section& s, const std::string& key,
+                 std::string* out, bool* literal) {
+  std::string value, env, cred;
+  TW_RETURN_IF_ERROR(s.Get(key.c_str(), "a string", &value));
+  TW_RETURN_IF_ERROR(s.Get((key + "_env").c_str(), "a string (an environment variable's name)", &env));
+  TW_RETURN_IF_ERROR(s.Get((key + "_credential").c_str(), "a string (a systemd credential's name)", &cred));
+  const int given = !value.empty() + !env.empty() + !cred.empty();
+  if (given > 1)
+    return InvalidArgument(path + ": " + where + ": give only one of " + key + ", " + key + "_env, " + key +
+                           "_credential");
+  if (!value.empty()) {
+    *out = value;
+    *literal = true;
+  } else if (!env.empty()) {
+    const char* v = std::getenv(env.c_str());
+    if (!v || !*v)
+      return InvalidArgument(path + ": " + where + ": environment variable " + env + " (" + key +
+                             "_env) is not set");
+    *out = v;
+  } else if (!cred.empty()) {
+    const char* dir = std::getenv("CREDENTIALS_DIRECTORY");
+    if (!dir || !*dir)
+      return InvalidArgument(path + ": " + where + ": " + key + "_credential needs $CREDENTIALS_DIRECTORY "
+                             "(systemd LoadCredential=)");
+    std::ifstream in(fs::path(dir) / cred);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    if (!in.good() && text.empty())
+      return InvalidArgument(path + ": " + where + ": cannot read credential '" + cred + "' in " + dir);
+    *out = text;
+  }
+  return Status::Ok();
+}
+
+// [notify]: max_age_hours. [[notify.channel]]: one table per channel (docs/notifications.md).
+Status LoadNotifySection(const std::string& path, const fs::path& base, const toml::table& root, Config* c) {
+  const toml::node* n = root.get("notify");
+  if (!n) return Status::Ok();
+  if (!n->is_table()) return InvalidArgument(Where(path, n->source()) + "'notify' must be a table");
+  const toml::table& t = *n->as_table();
+  Section s(path, "notify", t);
+  TW_RETURN_IF_ERROR(s.CheckKeys({"max_age_hours", "channel"}));
+  double hours = c->notify_max_age_seconds / 3600;
+  TW_RETURN_IF_ERROR(s.Get("max_age_hours", "a number of hours", &hours));
+  if (hours <= 0 || hours > 24 * 365)
+    return InvalidArgument(Where(path, s.node("max_age_hours")->source()) +
+                           "[notify] max_age_hours must be between 0 and 8760");
+  c->notify_max_age_seconds = hours * 3600;
+  const toml::node* chn = t.get("channel");
+  if (!chn) return Status::Ok();
+  const toml::array* arr = chn->as_array();
+  if (!arr || !arr->is_array_of_tables())
+    return InvalidArgument(Where(path, chn->source()) + "channels are [[notify.channel]] tables");
+  bool literal_secret = false;
+  std::set<std::string> names;
+  for (const toml::node& e : *arr) {
+    const toml::table& ct = *e.as_table();
+    const std::string where = Where(path, e.source()).substr(path.size() + 2);
+    Section cs(path, "notify.channel", ct);
+    TW_RETURN_IF_ERROR(cs.CheckKeys({"name", "type", "url", "url_env", "url_credential", "secret", "secret_env",
+                                     "secret_credential", "min_severity", "rules", "runs", "send_resolved",
+                                     "min_interval_seconds", "link", "timeout_seconds", "ca_file"}));
+    std::string name, type;
+    TW_RETURN_IF_ERROR(cs.Get("name", "a string", &name));
+    TW_RETURN_IF_ERROR(cs.Get("type", "a string (slack, webhook or console)", &type));
+    if (name.empty()) return InvalidArgument(Where(path, e.source()) + "[[notify.channel]] needs a name");
+    if (!names.insert(name).second)
+      return InvalidArgument(Where(path, e.source()) + "two channels are named '" + name + "'");
+    if (type != "slack" && type != "webhook" && type != "console")
+      return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': type must be slack, webhook or console");
+    notify::ChannelConfig ch = notify::ChannelConfig::Defaults(name, type);
+    const std::string label = "channel '" + name + "' (line " + std::to_string(e.source().begin.line) + ")";
+    TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "url", &ch.url, &literal_secret));
+    TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "secret", &ch.secret, &literal_secret));
+    if (type != "console" && ch.url.empty())
+      return InvalidArgument(Where(path, e.source()) + "channel '" + name + "' needs url, url_env or url_credential");
+    if (type != "console")
+      if (Result<notify::Url> u = notify::ParseUrl(ch.url); !u.ok())
+        return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': " + u.status().message());
+    std::string sev = "warning";
+    TW_RETURN_IF_ERROR(cs.Get("min_severity", "a string (info, warning or critical)", &sev));
+    if (!notify::ParseSeverityLevel(sev, &ch.min_severity))
+      return InvalidArgument(Where(path, cs.node("min_severity")->source()) + "channel '" + name +
+                             "': min_severity must be info, warning or critical");
+    TW_RETURN_IF_ERROR(cs.GetStrings("rules", &ch.rules));
+    TW_RETURN_IF_ERROR(cs.GetStrings("runs", &ch.runs));
+    TW_RETURN_IF_ERROR(cs.Get("send_resolved", "true or false", &ch.send_resolved));
+    TW_RETURN_IF_ERROR(cs.Get("min_interval_seconds", "a number of seconds", &ch.min_interval_seconds));
+    TW_RETURN_IF_ERROR(cs.Get("link", "a string (a URL template)", &ch.link_template));
+    TW_RETURN_IF_ERROR(cs.Get("timeout_seconds", "a number of seconds", &ch.http.timeout_seconds));
+    if (ch.min_interval_seconds < 0 || ch.http.timeout_seconds <= 0 || ch.http.timeout_seconds > 300)
+      return InvalidArgument(Where(path, e.source()) + "channel '" + name +
+                             "': min_interval_seconds must be >= 0 and timeout_seconds in (0, 300]");
+    std::string ca;
+    TW_RETURN_IF_ERROR(cs.Get("ca_file", "a string (a PEM file)", &ca));
+    if (!ca.empty()) ch.http.ca_file = Resolve(base, ca);
+    c->channels.push_back(std::move(ch));
+  }
+  // A secret written in the file is only as safe as the file.
+  if (literal_secret) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+      return InvalidArgument(path + ": holds a channel url or secret but is readable by group or others (mode " +
+                             mode + "); chmod 600 it, or use url_env / url_credential");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<Config> LoadConfigFile(const std::string& path) {
@@ -170,7 +286,7 @@ Result<Config> LoadConfigFile(const std::string& path) {
     return n->as_table();
   };
   Section top(path, "top level", root);
-  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles"}));
+  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -214,7 +330,13 @@ Result<Config> LoadConfigFile(const std::string& path) {
   TW_RETURN_IF_ERROR(l.CheckKeys({"verbose"}));
   TW_RETURN_IF_ERROR(l.Get("verbose", "true or false", &c.verbose));
   TW_RETURN_IF_ERROR(LoadRulesSection(path, base, root, &c));
+  TW_RETURN_IF_ERROR(LoadNotifySection(path, base, root, &c));
   return c;
+}
+
+std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config) {
+  if (!config.channels.empty()) return config.channels;
+  return {notify::ChannelConfig::Defaults("console", "console")};
 }
 
 std::string DefaultDbPath() {

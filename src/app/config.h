@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "diagnose/engine.h"
+#include "notify/channel.h"
 
 namespace tw::app {
 
@@ -27,9 +28,15 @@ struct Config {
   int64_t rules_interval_ms = 2000;   // a cycle at most this often while data arrives
   int64_t rules_all_interval_ms = 60000;  // scope-all rules (stale runs) at most this often
   diagnose::EngineOptions rules;
+  // Notifications ([notify] and [[notify.channel]]): none configured means the console.
+  std::vector<notify::ChannelConfig> channels;
+  double notify_max_age_seconds = 24 * 3600;  // undelivered after this: dead
 
   bool operator==(const Config&) const = default;
 };
+
+// The channels notifications go to: the configured ones, or the console when there are none.
+std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config);
 
 // Parses a TOML config file. Relative roots and db paths resolve against the file's directory.
 Result<Config> LoadConfigFile(const std::string& path);

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "app/diagnose_worker.h"
+#include "app/notify_worker.h"
 #include "app/ingest_worker.h"
 #include "app/sd_notify.h"
 #include "app/work_queue.h"
@@ -44,6 +45,20 @@ Result<Config> BuildConfig(const DaemonArgs& args) {
       return InvalidArgument("--rescan-interval must be between 0.05 and 86400 seconds");
     c.rescan_interval_ms = static_cast<int64_t>(*args.rescan_seconds * 1000);
   }
+  // Channels from the command line, beside the configured ones, with the same guarantees.
+  auto add_channel = [&](const std::string& type, const std::string& url, size_t i) -> Status {
+    notify::ChannelConfig ch = notify::ChannelConfig::Defaults(
+        "cli-" + type + (i ? "-" + std::to_string(i + 1) : ""), type);
+    ch.url = url;
+    if (Result<notify::Url> u = notify::ParseUrl(url); !u.ok())
+      return InvalidArgument("--" + std::string(type == "slack" ? "slack-webhook" : "webhook") + ": " +
+                             u.status().message());
+    c.channels.push_back(std::move(ch));
+    return Status::Ok();
+  };
+  for (size_t i = 0; i < args.slack_webhooks.size(); ++i)
+    TW_RETURN_IF_ERROR(add_channel("slack", args.slack_webhooks[i], i));
+  for (size_t i = 0; i < args.webhooks.size(); ++i) TW_RETURN_IF_ERROR(add_channel("webhook", args.webhooks[i], i));
   if (args.no_inotify) c.inotify = false;
   if (args.verbose) c.verbose = true;
   std::sort(c.roots.begin(), c.roots.end());
@@ -75,10 +90,17 @@ class Daemon {
         progress_timer_(io_),
         notifier_(Notifier::FromEnvironment()),
         worker_(std::move(store), queue_, IngestOptions(cfg_)),
-        diagnoser_(cfg_.db_path, [this] { return worker_.counters().points.load(); }) {}
+        diagnoser_(cfg_.db_path, [this] { return worker_.counters().points.load(); }),
+        notifier_thread_(cfg_.db_path) {
+    diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
+  }
 
   int Run() {
     if (Status st = diagnoser_.Configure(cfg_); !st.ok()) {
+      log::Error("configuration error: " + st.message());
+      return kExitConfig;
+    }
+    if (Status st = notifier_thread_.Configure(cfg_); !st.ok()) {
       log::Error("configuration error: " + st.message());
       return kExitConfig;
     }
@@ -96,6 +118,7 @@ class Daemon {
       snapshot_.files.emplace(p, watch::FileStat{-1, 0, 0, 0});
     writer_ = std::thread([this] { worker_.Run(); });
     diagnoser_.Start();
+    notifier_thread_.Start();
 
     if (cfg_.inotify) StartInotify();
     Rescan();  // the initial scan: every known file resumes from its committed offset
@@ -106,8 +129,10 @@ class Daemon {
     ScheduleProgress(1s);
     io_.run();
 
-    // Stopped: let the writer finish its current commit, then leave.
+    // Stopped: let the writer finish its current commit, then leave. (A message being sent
+    // finishes first; one still queued is sent after the restart.)
     diagnoser_.Stop();
+    notifier_thread_.Stop();
     worker_.RequestStop();
     queue_.Close();
     writer_.join();
@@ -283,6 +308,9 @@ class Daemon {
       notifier_.Send("READY=1\nSTATUS=reload rejected: " + st.message());
       return;
     }
+    if (Status st = notifier_thread_.Configure(*next); !st.ok()) {
+      log::Error("reload rejected (notifications), keeping the previous channels: " + st.message());
+    }
     if (next->db_path != cfg_.db_path)
       log::Warning("reload: the store path changed to " + next->db_path +
                    "; that takes a restart (still writing " + cfg_.db_path + ")");
@@ -321,6 +349,7 @@ class Daemon {
   WorkQueue queue_;
   IngestWorker worker_;
   DiagnoseWorker diagnoser_;  // its own thread: rules, findings
+  NotifyWorker notifier_thread_;  // its own thread: the outbox's deliveries
   std::thread writer_;
   std::unique_ptr<watch::InotifyWatcher> watcher_;
   watch::Snapshot snapshot_;

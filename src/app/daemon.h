@@ -25,6 +25,8 @@ struct DaemonArgs {
   std::optional<double> rescan_seconds; // --rescan-interval
   bool no_inotify = false;              // --no-inotify
   bool verbose = false;                 // --verbose
+  std::vector<std::string> slack_webhooks;  // --slack-webhook URL: a Slack channel each
+  std::vector<std::string> webhooks;        // --webhook URL: a generic JSON webhook each
 };
 
 // The effective configuration: the file (if any), then the flags on top; validated.

@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "base/log.h"
+#include "notify/outbox.h"
 
 namespace tw::app {
 
@@ -89,6 +90,13 @@ void DiagnoseWorker::Loop() {
       if (next->engine) {
         Result<std::unique_ptr<diagnose::FindingTracker>> t = diagnose::FindingTracker::Open(db_path_);
         if (t.ok()) {
+          (*t)->SetTransitionHook([this, channels = EffectiveChannels(config_)](
+                                      store::Db& db, const diagnose::Transition& tr, double now) -> Status {
+            Result<int> q = notify::QueueTransition(db, channels, tr.transition_id, tr.from, tr.to, now);
+            if (!q.ok()) return q.status();
+            queued_ += *q;
+            return Status::Ok();
+          });
           std::lock_guard lock(engine_mu_);
           engine_ = std::move(next->engine);
           tracker_ = std::move(*t);
@@ -130,11 +138,13 @@ void DiagnoseWorker::Cycle(bool scope_all) {
     return;
   }
   for (const auto& e : ev->errors) log::Warning("diagnosis rule failed: " + e);
+  queued_ = 0;
   Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, WallNow());
   if (!tr.ok()) {
     log::Warning("diagnosis: cannot store findings: " + tr.status().message());
     return;
   }
+  if (queued_ > 0 && on_queued_) on_queued_();
   cycles_++;
   // A cycle over many runs (the first one, a backfill) leaves its high-water mark in this
   // thread's malloc arena; give it back so RSS does not keep it.

@@ -3,7 +3,7 @@
 // a second, and runs a cycle when the writer has committed new points (at most every
 // `rules_interval_ms`) and the scope-all rules (stale runs) every `rules_all_interval_ms`. A
 // cycle re-examines only runs whose files changed, so quiet runs cost nothing. Transitions are
-// logged (the console channel until notifications exist).
+// logged, and their notifications queued in the outbox in the same transaction.
 #pragma once
 
 #include <atomic>
@@ -29,6 +29,9 @@ class DiagnoseWorker {
   // Loads the rules; a config error in [rules] is returned (the daemon refuses to start),
   // a broken rule file is logged and skipped. Before Start() or from the owner on reload.
   Status Configure(const Config& config);
+  // Called on the diagnosis thread after a cycle queued notifications (to wake the delivery
+  // thread). Before Start().
+  void SetOnQueued(std::function<void()> f) { on_queued_ = std::move(f); }
   void Start();
   void Stop();  // joins the thread
 
@@ -41,6 +44,8 @@ class DiagnoseWorker {
 
   std::string db_path_;
   std::function<int64_t()> points_;
+  std::function<void()> on_queued_;
+  int queued_ = 0;  // messages queued by the current cycle (diagnosis thread)
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> cycles_{0};

@@ -23,6 +23,8 @@ commands:
   findings what the daemon's diagnosis found: firing now, resolved recently
   roles    what each run's tags mean to the rules (train_loss, lr, ...)
   rules    the diagnosis rules, their parameters and where they come from
+  notify   `notify test`: send a sample finding to each channel, print the answers
+  silence  add, list or expire silences (no notifications for matching findings)
   help     this text
 
 `trainwatch COMMAND --help` explains each command.
@@ -47,6 +49,8 @@ int Main(int argc, char** argv) {
     if (cmd == "findings") return CmdFindings(rest);
     if (cmd == "roles") return CmdRoles(rest);
     if (cmd == "rules") return CmdRules(rest);
+    if (cmd == "notify") return CmdNotify(rest);
+    if (cmd == "silence") return CmdSilence(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kHelp;
       return 0;

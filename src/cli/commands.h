@@ -18,5 +18,7 @@ int CmdDiagnose(const Args& args);
 int CmdFindings(const Args& args);
 int CmdRoles(const Args& args);
 int CmdRules(const Args& args);
+int CmdNotify(const Args& args);
+int CmdSilence(const Args& args);
 
 }  // namespace tw::cli

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "app/daemon.h"
+#include "notify/outbox.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/format.h"
@@ -25,7 +26,8 @@ their committed offsets after a restart. Stops on SIGTERM/SIGINT; SIGHUP reloads
 Runs under systemd as Type=notify (see systemd/trainwatch.service).
 
 With no --config, it runs on defaults: the store is $STATE_DIRECTORY/trainwatch.db or
-./trainwatch.db, logs go to stderr.
+./trainwatch.db, logs go to stderr, findings are announced on stdout (the console channel)
+unless a channel is configured or given here. Undelivered messages survive a restart.
 
 options:
   --config FILE           TOML config (docs/trainwatch.example.toml documents every key)
@@ -33,6 +35,8 @@ options:
   --db FILE               the store (overrides the config)
   --rescan-interval SECS  how often to rescan (default 30)
   --no-inotify            rescan only (NFS, CIFS, sshfs)
+  --slack-webhook URL     also notify this Slack incoming webhook (repeatable)
+  --webhook URL           also POST findings as JSON (payload version 1) to this URL (repeatable)
   --verbose               debug logging
   --help                  this text
 
@@ -124,7 +128,8 @@ std::string Ago(const std::string& unix_seconds) {
 }  // namespace
 
 int CmdDaemon(const Args& args) {
-  Flags f(args, {"config", "logdir", "db", "rescan-interval"}, {"no-inotify", "verbose", "help"});
+  Flags f(args, {"config", "logdir", "db", "rescan-interval", "slack-webhook", "webhook"},
+          {"no-inotify", "verbose", "help"});
   if (f.Has("help")) return Usage(kDaemonHelp);
   if (!f.error().empty()) return Usage(kDaemonHelp, f.error());
   if (!f.positionals().empty())
@@ -142,6 +147,8 @@ int CmdDaemon(const Args& args) {
   }
   a.no_inotify = f.Has("no-inotify");
   a.verbose = f.Has("verbose");
+  a.slack_webhooks = f.GetAll("slack-webhook");
+  a.webhooks = f.GetAll("webhook");
   return app::RunDaemon(a);
 }
 
@@ -161,6 +168,10 @@ int CmdStatus(const Args& args) {
     return 1;
   }
   auto state = [&](const char* k) { return r->state.count(k) ? r->state.at(k) : std::string(); };
+  // Notifications, per channel: what waits, what went, what was given up (dead letters).
+  // (A store no daemon of this version has migrated yet has no outbox: nothing to say.)
+  Result<std::vector<notify::OutboxCounts>> outbox = notify::CountOutbox(**db);
+  if (!outbox.ok()) outbox = std::vector<notify::OutboxCounts>{};
   if (f.Has("json")) {
     std::cout << "{\"phase\":" << Json(state("phase")) << ",\"pid\":" << Json(state("pid"))
               << ",\"config\":" << Json(state("config")) << ",\"roots\":[";
@@ -178,7 +189,14 @@ int CmdStatus(const Args& args) {
       first = false;
     }
     std::cout << "},\"lag_bytes\":" << r->lag_bytes << ",\"lag_files\":" << r->lag_files
-              << ",\"errors_last_hour\":" << r->errors_last_hour << "}\n";
+              << ",\"errors_last_hour\":" << r->errors_last_hour << ",\"notifications\":[";
+    for (size_t i = 0; i < outbox->size(); ++i) {
+      const notify::OutboxCounts& o = (*outbox)[i];
+      std::cout << (i ? "," : "") << "{\"channel\":" << Json(o.channel) << ",\"pending\":" << o.pending
+                << ",\"sent\":" << o.sent << ",\"dead\":" << o.dead << ",\"last_error\":" << Json(o.last_error)
+                << "}";
+    }
+    std::cout << "]}\n";
     return 0;
   }
   std::cout << "daemon:      " << (state("phase").empty() ? "never ran on this store" : state("phase"))
@@ -196,6 +214,13 @@ int CmdStatus(const Args& args) {
   std::cout << "lag:         " << HumanBytes(static_cast<double>(r->lag_bytes)) << " in "
             << r->lag_files << " files not yet read\n";
   std::cout << "errors:      " << r->errors_last_hour << " in the last hour\n";
+  for (const notify::OutboxCounts& o : *outbox) {
+    std::cout << "notify:      " << o.channel << ": " << o.sent << " sent, " << o.pending << " pending, "
+              << o.dead << " dead";
+    if (o.dead > 0 || o.pending > 0)
+      if (!o.last_error.empty()) std::cout << " (last error: " << o.last_error << ")";
+    std::cout << "\n";
+  }
   return 0;
 }
 

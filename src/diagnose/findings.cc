@@ -4,6 +4,7 @@
 #include <set>
 #include <tuple>
 
+#include "diagnose/sql_functions.h"
 #include "store/migrations.h"
 
 namespace tw::diagnose {
@@ -25,6 +26,7 @@ Result<std::unique_ptr<FindingTracker>> FindingTracker::Open(const std::string& 
   Result<std::unique_ptr<store::Db>> db = store::Db::Open(db_path, store::Db::Mode::kReadWrite);
   if (!db.ok()) return db.status();
   TW_RETURN_IF_ERROR(store::CheckOurs(**db));
+  TW_RETURN_IF_ERROR(RegisterSqlFunctions(**db));  // for transition hooks (sparklines)
   return std::unique_ptr<FindingTracker>(new FindingTracker(std::move(*db), resolve_after));
 }
 
@@ -58,14 +60,14 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
       "SELECT finding_id, state, severity, misses FROM findings WHERE rule = ? AND run_id = ? AND series_id = ?");
   Result<store::Stmt> insert = db.Prepare(
       "INSERT INTO findings(rule, run_id, series_id, severity, state, first_seen, last_seen, fired_at, "
-      "onset_step, first_step, last_step, message, cause, fix, evidence) "
-      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "onset_step, first_step, last_step, message, cause, fix, evidence, title) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   Result<store::Stmt> update = db.Prepare(
       "UPDATE findings SET severity = ?2, state = ?3, last_seen = ?4, "
       "fired_at = CASE WHEN ?3 = 'firing' AND state != 'firing' THEN ?4 ELSE fired_at END, "
       "first_seen = CASE WHEN state = 'resolved' THEN ?4 ELSE first_seen END, "
       "resolved_at = NULL, onset_step = ?5, first_step = ?6, last_step = ?7, message = ?8, "
-      "cause = ?9, fix = ?10, evidence = ?11, misses = 0 WHERE finding_id = ?1");
+      "cause = ?9, fix = ?10, evidence = ?11, title = ?12, misses = 0 WHERE finding_id = ?1");
   Result<store::Stmt> touch = db.Prepare("UPDATE findings SET last_seen = ?2, misses = 0 WHERE finding_id = ?1");
   Result<store::Stmt> miss = db.Prepare(
       "UPDATE findings SET misses = ?2, state = ?3, "
@@ -79,9 +81,10 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
   auto record = [&](int64_t id, const std::string& from, const std::string& to, Severity sev,
                     const std::string& msg, const std::string& rule, const std::string& run,
                     const std::string& series) -> Status {
-    out.push_back({id, rule, run, series, from, to, sev, msg});
-    return log->Bind(1, id).Bind(2, now).Bind(3, from).Bind(4, to).Bind(5, SeverityName(sev))
-        .Bind(6, msg).Run();
+    TW_RETURN_IF_ERROR(log->Bind(1, id).Bind(2, now).Bind(3, from).Bind(4, to)
+                           .Bind(5, SeverityName(sev)).Bind(6, msg).Run());
+    out.push_back({db.LastInsertId(), id, rule, run, series, from, to, sev, msg});
+    return hook_ ? hook_(db, out.back(), now) : Status::Ok();
   };
   auto bind_opt = [](store::Stmt& s, int i, const std::optional<int64_t>& v) {
     if (v) s.Bind(i, *v);
@@ -116,7 +119,7 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
       bind_opt(s, 9, o.onset_step);
       bind_opt(s, 10, o.first_step);
       bind_opt(s, 11, o.last_step);
-      s.Bind(12, o.message).Bind(13, o.cause).Bind(14, o.fix).Bind(15, o.evidence);
+      s.Bind(12, o.message).Bind(13, o.cause).Bind(14, o.fix).Bind(15, o.evidence).Bind(16, o.title);
       if (Status st = s.Run(); !st.ok()) return fail(st);
       if (Status st = record(db.LastInsertId(), "", state, o.severity, o.message, o.rule, o.run, o.series);
           !st.ok())
@@ -130,7 +133,7 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
     bind_opt(u, 5, o.onset_step);
     bind_opt(u, 6, o.first_step);
     bind_opt(u, 7, o.last_step);
-    u.Bind(8, o.message).Bind(9, o.cause).Bind(10, o.fix).Bind(11, o.evidence);
+    u.Bind(8, o.message).Bind(9, o.cause).Bind(10, o.fix).Bind(11, o.evidence).Bind(12, o.title);
     if (Status st = u.Run(); !st.ok()) return fail(st);
     if (state != row->state || (state == "firing" && sev != row->severity))
       if (Status st = record(row->id, row->state, state, o.severity, o.message, o.rule, o.run, o.series);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 namespace tw::diagnose {
 
 struct Transition {
+  int64_t transition_id = 0;  // its finding_transitions row
   int64_t finding_id = 0;
   std::string rule, run, series;
   std::string from, to;  // states; from is "" for a new finding
@@ -40,11 +42,18 @@ class FindingTracker {
   // Folds one evaluation in, as of `now`; returns the transitions it made.
   Result<std::vector<Transition>> Apply(const Evaluation& ev, double now);
 
+  // Called for each transition inside Apply's transaction, on the tracker's connection (which
+  // has the tw_* SQL functions): what it writes commits with the transition or not at all
+  // (notifications queue their messages this way). An error rolls the whole Apply back.
+  using TransitionHook = std::function<Status(store::Db& db, const Transition& t, double now)>;
+  void SetTransitionHook(TransitionHook hook) { hook_ = std::move(hook); }
+
  private:
   FindingTracker(std::unique_ptr<store::Db> db, int resolve_after)
       : db_(std::move(db)), resolve_after_(resolve_after) {}
   std::unique_ptr<store::Db> db_;
   int resolve_after_;
+  TransitionHook hook_;
 };
 
 }  // namespace tw::diagnose

@@ -1,0 +1,435 @@
+#include "notify/http_client.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace tw::notify {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+// A URL cut into its parts, before any of them is judged.
+struct RawUrl {
+  std::string scheme;  // lower-cased
+  bool has_userinfo = false;
+  std::string_view authority;  // host[:port], brackets kept, user info gone
+  std::string_view host;       // brackets gone
+  std::string_view port;       // as written; may be empty
+  std::string_view path;       // may be empty
+  std::string_view query;      // with its '?', may be empty
+  bool has_fragment = false;
+};
+
+bool IsHostChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+}
+
+// Splits and checks everything but user info; the messages never quote the URL.
+Result<RawUrl> Split(std::string_view url) {
+  RawUrl u;
+  size_t sep = url.find("://");
+  if (sep == std::string_view::npos) return InvalidArgument("URL scheme must be http or https");
+  for (char c : url.substr(0, sep)) u.scheme += static_cast<char>(std::tolower(c));
+  if (u.scheme != "http" && u.scheme != "https")
+    return InvalidArgument("URL scheme must be http or https");
+  std::string_view rest = url.substr(sep + 3);
+  for (char c : rest) {
+    // A space, CR or LF in the target would corrupt (or forge) the request line.
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      return InvalidArgument("URL contains a space or control character");
+  }
+  if (size_t hash = rest.find('#'); hash != std::string_view::npos) {
+    u.has_fragment = true;
+    rest = rest.substr(0, hash);
+  }
+  size_t auth_end = std::min(rest.find('/'), rest.find('?'));
+  std::string_view auth = rest.substr(0, auth_end);
+  rest = auth_end == std::string_view::npos ? std::string_view() : rest.substr(auth_end);
+  if (size_t at = auth.rfind('@'); at != std::string_view::npos) {
+    u.has_userinfo = true;
+    auth = auth.substr(at + 1);
+  }
+  u.authority = auth;
+  size_t q = rest.find('?');
+  u.path = rest.substr(0, q);
+  if (q != std::string_view::npos) u.query = rest.substr(q);
+
+  std::string_view after_host;
+  if (!auth.empty() && auth.front() == '[') {
+    size_t close = auth.find(']');
+    if (close == std::string_view::npos)
+      return InvalidArgument("URL has an unclosed '[' in its host");
+    u.host = auth.substr(1, close - 1);
+    for (char c : u.host) {
+      if (!std::isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.')
+        return InvalidArgument("URL host is not a valid IPv6 address");
+    }
+    after_host = auth.substr(close + 1);
+  } else {
+    size_t colon = auth.find(':');
+    u.host = auth.substr(0, colon);
+    after_host = colon == std::string_view::npos ? std::string_view() : auth.substr(colon);
+    for (char c : u.host) {
+      if (!IsHostChar(c))
+        return InvalidArgument("URL host has a character a host name cannot have");
+    }
+  }
+  if (u.host.empty()) return InvalidArgument("URL has no host");
+  if (!after_host.empty()) {
+    if (after_host.front() != ':') return InvalidArgument("URL has text after its host");
+    u.port = after_host.substr(1);
+    bool digits =
+        !u.port.empty() && u.port.size() <= 5 &&
+        std::all_of(u.port.begin(), u.port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoi(std::string(u.port)) < 1 || std::stoi(std::string(u.port)) > 65535)
+      return InvalidArgument("URL port is not a number in 1..65535");
+  }
+  return u;
+}
+
+bool IsIpLiteral(const std::string& host) {
+  error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+std::string HostHeader(const Url& url) {
+  std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
+  bool default_port =
+      (url.scheme == "http" && url.port == "80") || (url.scheme == "https" && url.port == "443");
+  return default_port ? host : host + ":" + url.port;
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+struct PendingResolve {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  error_code ec;
+  std::vector<tcp::endpoint> endpoints;
+};
+
+// getaddrinfo cannot be cancelled, and asio's async_resolve waits for it even when cancelled
+// (its io_context cannot even be destroyed before). So a name is looked up on a thread of its
+// own that is abandoned at the deadline, to finish whenever the resolver gives up.
+// An empty list with no error means the deadline passed.
+Result<std::vector<tcp::endpoint>> Resolve(const std::string& host, const std::string& port,
+                                           std::chrono::steady_clock::time_point deadline) {
+  error_code ec;
+  asio::ip::address address = asio::ip::make_address(host, ec);
+  if (!ec) return std::vector<tcp::endpoint>{{address, static_cast<uint16_t>(std::stoi(port))}};
+  auto pending = std::make_shared<PendingResolve>();
+  std::thread([pending, host, port] {
+    asio::io_context ioc;
+    tcp::resolver resolver(ioc);
+    error_code ec;
+    auto results = resolver.resolve(host, port, tcp::resolver::numeric_service, ec);
+    std::lock_guard lock(pending->mu);
+    pending->ec = ec;
+    for (const auto& entry : results) pending->endpoints.push_back(entry.endpoint());
+    pending->done = true;
+    pending->cv.notify_all();
+  }).detach();
+  std::unique_lock lock(pending->mu);
+  if (!pending->cv.wait_until(lock, deadline, [&] { return pending->done; }))
+    return std::vector<tcp::endpoint>{};
+  if (pending->ec) return IoError(pending->ec.message());
+  if (pending->endpoints.empty()) return IoError("no address for the host");
+  return std::move(pending->endpoints);
+}
+
+// host_name_verification, plus a verify result that says why: without it OpenSSL reports a
+// rejected name only as "certificate verify failed".
+class VerifyHost {
+ public:
+  explicit VerifyHost(std::string host) : host_(host), check_(std::move(host)) {}
+  bool operator()(bool preverified, ssl::verify_context& ctx) const {
+    bool ok = check_(preverified, ctx);
+    if (preverified && !ok) {
+      X509_STORE_CTX_set_error(ctx.native_handle(), IsIpLiteral(host_)
+                                                        ? X509_V_ERR_IP_ADDRESS_MISMATCH
+                                                        : X509_V_ERR_HOSTNAME_MISMATCH);
+    }
+    return ok;
+  }
+
+ private:
+  std::string host_;
+  ssl::host_name_verification check_;
+};
+
+// One POST: the connection, the deadline that bounds every step, and what came of it.
+class Exchange {
+ public:
+  Exchange(asio::io_context& ioc, const Url& url, const Headers& headers, std::string_view body,
+           const HttpOptions& options)
+      : url_(url),
+        headers_(headers),
+        body_(body),
+        options_(options),
+        redacted_(RedactUrl(Join(url))),
+        ioc_(ioc),
+        timer_(ioc) {}
+
+  Result<HttpResponse> Run() {
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(std::max(options_.timeout_seconds, 0.0)));
+    if (url_.scheme == "https") {
+      Status s = SetUpTls();  // before any traffic: a bad CA file is a configuration error
+      if (!s.ok()) return s;
+    } else {
+      plain_.emplace(ioc_);
+    }
+    auto endpoints = Resolve(url_.host, url_.port, deadline_);
+    if (!endpoints.ok()) return Fail(endpoints.status().message());
+    if (endpoints->empty()) return Fail(TimedOut());
+    endpoints_ = std::move(*endpoints);
+    step_ = "connect";
+    timer_.expires_at(deadline_);
+    timer_.async_wait([this](error_code ec) {
+      if (ec || done_) return;
+      timed_out_ = true;
+      Abort();
+    });
+    std::exception_ptr thrown;
+    asio::co_spawn(ioc_, Talk(), [&](std::exception_ptr e) {
+      thrown = e;
+      done_ = true;
+      timer_.cancel();
+    });
+    ioc_.run();
+    if (thrown) std::rethrow_exception(thrown);
+    if (!status_.ok()) return status_;
+    return std::move(response_);
+  }
+
+ private:
+  static std::string Join(const Url& u) { return u.scheme + "://" + HostHeader(u) + u.target; }
+
+  std::string TimedOut() const {
+    return "timed out after " + Seconds(options_.timeout_seconds) + " s";
+  }
+
+  Status Fail(std::string message) { return IoError(redacted_ + ": " + step_ + ": " + message); }
+
+  // Records the failure of the current step; a timeout wins over the error it caused.
+  void Record(const error_code& ec) {
+    if (timed_out_) {
+      status_ = Fail(TimedOut());
+    } else {
+      std::string message = ec.message();
+      if (step_ == std::string_view("TLS handshake") && tls_) {
+        long verify = SSL_get_verify_result(tls_->native_handle());
+        if (verify != X509_V_OK)
+          message += std::string(": ") + X509_verify_cert_error_string(verify);
+      }
+      status_ = Fail(message);
+    }
+  }
+
+  void Abort() {
+    error_code ignored;
+    if (plain_) plain_->socket().close(ignored);
+    if (tls_) beast::get_lowest_layer(*tls_).socket().close(ignored);
+  }
+
+  Status SetUpTls() {
+    tls_ctx_.emplace(ssl::context::tls_client);
+    SSL_CTX_set_min_proto_version(tls_ctx_->native_handle(), TLS1_2_VERSION);
+    tls_ctx_->set_verify_mode(ssl::verify_peer);
+    error_code ec;
+    if (!options_.ca_file.empty()) {
+      tls_ctx_->load_verify_file(options_.ca_file, ec);
+      if (ec)
+        return IoError(redacted_ + ": TLS handshake: cannot load CA file " + options_.ca_file +
+                       ": " + ec.message());
+    } else {
+      tls_ctx_->set_default_verify_paths(ec);
+      if (ec) return IoError(redacted_ + ": TLS handshake: no system trust store: " + ec.message());
+    }
+    tls_.emplace(ioc_, *tls_ctx_);
+    tls_->set_verify_callback(VerifyHost(url_.host));
+    // SNI names a host; RFC 6066 forbids sending an address.
+    if (!IsIpLiteral(url_.host) &&
+        !SSL_set_tlsext_host_name(tls_->native_handle(), url_.host.c_str()))
+      return IoError(redacted_ + ": TLS handshake: cannot set the server name");
+    return Status::Ok();
+  }
+
+  asio::awaitable<void> Talk() {
+    error_code ec;
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    step_ = "connect";
+    beast::tcp_stream& tcp = plain_ ? *plain_ : beast::get_lowest_layer(*tls_);
+    co_await tcp.async_connect(endpoints_, token);
+    if (ec || timed_out_) co_return Record(ec);
+    if (tls_) {
+      step_ = "TLS handshake";
+      co_await tls_->async_handshake(ssl::stream_base::client, token);
+      if (ec || timed_out_) co_return Record(ec);
+      co_await WriteRead(*tls_);
+      if (!status_.ok()) co_return;
+      // close_notify, for politeness; the answer is in hand, so nothing here can fail the call.
+      done_ = true;
+      timer_.expires_at(
+          std::min(deadline_, std::chrono::steady_clock::now() + std::chrono::seconds(1)));
+      timer_.async_wait([this](error_code e) {
+        if (!e) Abort();
+      });
+      co_await tls_->async_shutdown(token);
+      timer_.cancel();
+    } else {
+      co_await WriteRead(*plain_);
+      if (status_.ok()) plain_->socket().shutdown(tcp::socket::shutdown_both, ec);
+    }
+  }
+
+  template <typename Stream>
+  asio::awaitable<void> WriteRead(Stream& stream) {
+    error_code ec;
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    step_ = "write";
+    http::request<http::string_body> req{http::verb::post, url_.target, 11};
+    req.set(http::field::host, HostHeader(url_));
+    req.set(http::field::user_agent, options_.user_agent);
+    req.set(http::field::connection, "close");  // one request per connection, see the header
+    for (const auto& [name, value] : headers_) req.insert(name, value);
+    req.body() = std::string(body_);
+    req.prepare_payload();  // Content-Length
+    co_await http::async_write(stream, req, token);
+    if (ec || timed_out_) co_return Record(ec);
+
+    step_ = "read";
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(options_.max_body_bytes);
+    co_await http::async_read(stream, buffer, parser, token);
+    // Too long a body is cut, not an error: the status and headers are what a channel needs.
+    // The parser refuses a declared Content-Length over the limit before reading any of it,
+    // so such a body comes back empty; a chunked one comes back with what fit.
+    bool cut = ec == http::error::body_limit && parser.is_header_done();
+    if ((ec && !cut) || timed_out_) co_return Record(ec);
+    const auto& msg = parser.get();
+    response_.status = static_cast<int>(msg.result_int());
+    response_.body = msg.body().substr(0, options_.max_body_bytes);
+    for (const auto& field : msg)
+      response_.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+
+  const Url& url_;
+  const Headers& headers_;
+  std::string_view body_;
+  const HttpOptions& options_;
+  const std::string redacted_;
+  asio::io_context& ioc_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<tcp::endpoint> endpoints_;
+  asio::steady_timer timer_;
+  std::optional<ssl::context> tls_ctx_;
+  std::optional<beast::tcp_stream> plain_;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  const char* step_ = "resolve";
+  bool timed_out_ = false;
+  bool done_ = false;
+  Status status_;
+  HttpResponse response_;
+};
+
+}  // namespace
+
+Result<Url> ParseUrl(std::string_view url) {
+  auto raw = Split(url);
+  if (!raw.ok()) return raw.status();
+  // Credentials belong in a header the caller sets on purpose, not smuggled in the URL.
+  if (raw->has_userinfo) return InvalidArgument("URL must not contain user info");
+  Url u;
+  u.scheme = raw->scheme;
+  u.host = std::string(raw->host);
+  u.port = raw->port.empty() ? (u.scheme == "https" ? "443" : "80") : std::string(raw->port);
+  u.target = raw->path.empty() ? "/" : std::string(raw->path);
+  u.target += raw->query;
+  return u;
+}
+
+std::string RedactUrl(std::string_view url) {
+  auto raw = Split(url);
+  if (!raw.ok()) return "(unparseable URL)";
+  std::string out = raw->scheme + "://" + std::string(raw->authority) + "/";
+  std::string_view path = raw->path.empty() ? std::string_view() : raw->path.substr(1);
+  size_t slash = path.find('/');
+  out += path.substr(0, slash);
+  if (slash != std::string_view::npos)
+    out += "/…";
+  else if (!raw->query.empty() || raw->has_fragment)
+    out += "…";
+  return out;
+}
+
+std::string HttpResponse::Header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (IEquals(n, name)) return v;
+  }
+  return "";
+}
+
+Result<HttpResponse> HttpPost(const Url& url, const Headers& headers, std::string_view body,
+                              const HttpOptions& options) {
+  for (const auto& [name, value] : headers) {
+    // CR or LF would end the header early and let the rest forge headers or a body.
+    auto bad = [](char c) { return c == '\r' || c == '\n' || c == '\0'; };
+    if (name.empty() || std::any_of(name.begin(), name.end(), bad) ||
+        std::any_of(value.begin(), value.end(), bad))
+      return InvalidArgument("HTTP header \"" + name.substr(0, name.find_first_of("\r\n")) +
+                             "\" has an empty name or a CR, LF or NUL");  // the value may be secret
+  }
+  // Boost reports some failures (allocation, a malformed field) by throwing; none may escape.
+  try {
+    asio::io_context ioc;
+    Exchange exchange(ioc, url, headers, body, options);
+    return exchange.Run();
+  } catch (const std::exception& e) {
+    return IoError(RedactUrl(url.scheme + "://" + HostHeader(url) + url.target) + ": " + e.what());
+  }
+}
+
+}  // namespace tw::notify

@@ -1,0 +1,98 @@
+#include "notify/outbox.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tw::notify {
+
+Result<bool> Silenced(store::Db& db, const std::string& run, const std::string& rule, double now) {
+  Result<store::Stmt> q = db.Prepare(
+      "SELECT 1 FROM silences WHERE expires > ?1 AND ?2 GLOB run_glob AND (rule = '' OR rule = ?3) LIMIT 1");
+  if (!q.ok()) return q.status();
+  q->Bind(1, now).Bind(2, run).Bind(3, rule);
+  Result<bool> row = q->Step();
+  if (!row.ok()) return row.status();
+  return *row;
+}
+
+Result<int> Enqueue(store::Db& db, const std::vector<ChannelConfig>& channels, const Notification& n,
+                    std::optional<int64_t> transition_id, double now) {
+  if (n.event != "test") {
+    Result<bool> silenced = Silenced(db, n.run, n.rule, now);
+    if (!silenced.ok()) return silenced.status();
+    if (*silenced) return 0;
+  }
+  Result<store::Stmt> ins = db.Prepare(
+      "INSERT OR IGNORE INTO outbox(channel, idempotency_key, transition_id, finding_id, event, payload, "
+      "created, next_attempt) VALUES (?,?,?,?,?,?,?,?)");
+  if (!ins.ok()) return ins.status();
+  const std::string payload = ToPayload(n);
+  char stamp[32];
+  std::snprintf(stamp, sizeof stamp, "%.0f", std::floor(now * 1e6));
+  int queued = 0;
+  for (const ChannelConfig& c : channels) {
+    if (!Routes(c, n)) continue;
+    const std::string key = transition_id ? "tw-" + std::to_string(*transition_id) + "-" + c.name
+                                          : "tw-test-" + std::string(stamp) + "-" + c.name;
+    ins->Bind(1, c.name).Bind(2, key);
+    if (transition_id) ins->Bind(3, *transition_id);
+    else ins->BindNull(3);
+    if (n.finding_id) ins->Bind(4, n.finding_id);
+    else ins->BindNull(4);
+    ins->Bind(5, n.event).Bind(6, payload).Bind(7, now).Bind(8, now);
+    TW_RETURN_IF_ERROR(ins->Run());
+    queued += static_cast<int>(db.Changes());
+  }
+  return queued;
+}
+
+Result<int> QueueTransition(store::Db& db, const std::vector<ChannelConfig>& channels,
+                            int64_t transition_id, const std::string& from, const std::string& to,
+                            double now) {
+  std::string event;
+  if (to == "firing" && from != "firing") {
+    event = "finding.firing";
+  } else if (to == "firing" && from == "firing") {
+    // A severity change: announced only when it rose (the previous transition says from what).
+    Result<store::Stmt> q = db.Prepare(
+        "SELECT p.severity, t.severity FROM finding_transitions t JOIN finding_transitions p "
+        "ON p.finding_id = t.finding_id AND p.transition_id < t.transition_id "
+        "WHERE t.transition_id = ? ORDER BY p.transition_id DESC LIMIT 1");
+    if (!q.ok()) return q.status();
+    q->Bind(1, transition_id);
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    SeverityLevel before = SeverityLevel::kInfo, after = SeverityLevel::kInfo;
+    if (!*row || !ParseSeverityLevel(q->Text(0), &before) || !ParseSeverityLevel(q->Text(1), &after) ||
+        after <= before)
+      return 0;
+    event = "finding.escalated";
+  } else if (to == "resolved" && from == "firing") {
+    event = "finding.resolved";
+  } else {
+    return 0;
+  }
+  Result<Notification> n = LoadNotification(db, transition_id, event);
+  if (!n.ok()) return n.status();
+  return Enqueue(db, channels, *n, transition_id, now);
+}
+
+Result<std::vector<OutboxCounts>> CountOutbox(store::Db& db) {
+  Result<store::Stmt> q = db.Prepare(
+      "SELECT channel, sum(state = 'pending'), sum(state = 'sent'), sum(state = 'dead'), "
+      "COALESCE(min(CASE WHEN state = 'pending' THEN created END), 0), "
+      "COALESCE((SELECT last_error FROM outbox o2 WHERE o2.channel = o.channel AND o2.last_error != '' "
+      "          ORDER BY message_id DESC LIMIT 1), '') "
+      "FROM outbox o GROUP BY channel ORDER BY channel");
+  if (!q.ok()) return q.status();
+  std::vector<OutboxCounts> out;
+  for (;;) {
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back({q->Text(0), q->Int(1), q->Int(2), q->Int(3), q->Real(4), q->Text(5)});
+  }
+  return out;
+}
+
+}  // namespace tw::notify

@@ -1,0 +1,207 @@
+#include "notify/render.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+
+#include "base/json.h"
+
+namespace tw::notify {
+
+namespace {
+
+// Slack's limits, in characters; we count bytes, which is stricter.
+constexpr size_t kHeaderMax = 150;
+constexpr size_t kSectionMax = 3000;
+constexpr size_t kFieldMax = 2000;
+constexpr size_t kMaxFields = 10;
+constexpr size_t kFallbackMax = 3000;
+
+std::string UrlEncode(std::string_view s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// Slack mrkdwn needs &, < and > escaped; everything else is literal.
+std::string Mrkdwn(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string Emoji(const Notification& n) {
+  if (n.event == "finding.resolved") return "✅";
+  if (n.severity == "critical") return "🔴";
+  if (n.severity == "warning") return "🟠";
+  return "🔵";
+}
+
+Json Text(std::string_view type, std::string_view text) {
+  Json t;
+  t.Str("type", type).Str("text", text);
+  return t;
+}
+
+Json Section(std::string_view mrkdwn) {
+  Json b;
+  b.Str("type", "section").Nested("text", Text("mrkdwn", TruncateUtf8(mrkdwn, kSectionMax)));
+  return b;
+}
+
+// The evidence's scalar members as "*key*\nvalue" fields (arrays and objects are left to the
+// webhook payload, which carries the evidence whole).
+Json EvidenceFields(const Notification& n, size_t max_fields) {
+  Json fields = Json::Array();
+  auto add = [&](const std::string& k, const std::string& v) {
+    fields.Push(Text("mrkdwn", TruncateUtf8("*" + Mrkdwn(k) + "*\n" + Mrkdwn(v), kFieldMax)));
+  };
+  size_t count = 0;
+  if (n.onset_step && count < max_fields) {
+    add("onset step", std::to_string(*n.onset_step));
+    count++;
+  }
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(n.evidence, ec);
+  if (ec || !v.is_object()) return fields;
+  for (const auto& [key, val] : v.as_object()) {
+    if (count >= max_fields) break;
+    std::string text;
+    if (val.is_string()) text = std::string(val.as_string());
+    else if (val.is_double()) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.4g", val.as_double());
+      text = buf;
+    } else if (val.is_int64() || val.is_uint64() || val.is_bool()) text = boost::json::serialize(val);
+    else continue;
+    add(std::string(key), text);
+    count++;
+  }
+  return fields;
+}
+
+}  // namespace
+
+std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  const std::string_view ellipsis = "…";
+  size_t cut = max_bytes > ellipsis.size() ? max_bytes - ellipsis.size() : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) cut--;  // not mid-character
+  return std::string(s.substr(0, cut)) + std::string(ellipsis);
+}
+
+std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size();) {
+    auto try_key = [&](std::string_view key, const std::string& value) {
+      if (tmpl.substr(i, key.size()) != key) return false;
+      out += UrlEncode(value);
+      i += key.size();
+      return true;
+    };
+    if (tmpl[i] == '{' &&
+        (try_key("{run}", n.run) || try_key("{series}", n.series) || try_key("{rule}", n.rule) ||
+         try_key("{step}", n.onset_step ? std::to_string(*n.onset_step) : std::string())))
+      continue;
+    out += tmpl[i++];
+  }
+  return out;
+}
+
+std::string SlackMessage(const Notification& n, const std::string& link) {
+  const bool resolved = n.event == "finding.resolved";
+  const std::string where = "*Run* `" + Mrkdwn(n.run) + "`" +
+                            (n.series.empty() ? "" : "   *Series* `" + Mrkdwn(n.series) + "`");
+  Json blocks = Json::Array();
+  Json header;
+  const std::string head = Emoji(n) + " " + (resolved ? "RESOLVED" : Upper(n.severity)) + " · " +
+                           (n.title.empty() ? n.rule : n.title);
+  header.Str("type", "header").Nested("text", Text("plain_text", TruncateUtf8(head, kHeaderMax)));
+  blocks.Push(header);
+  if (resolved) {
+    blocks.Push(Section(where + "\nThe condition no longer holds. It was: " + Mrkdwn(n.message)));
+  } else {
+    blocks.Push(Section(where + "\n" + Mrkdwn(n.message)));
+    Json fields = EvidenceFields(n, kMaxFields);
+    if (fields.str() != "[]") {
+      Json f;
+      f.Str("type", "section").Nested("fields", fields);
+      blocks.Push(f);
+    }
+    if (!n.sparkline.empty()) blocks.Push(Section("```" + n.sparkline + "```"));
+    if (!n.cause.empty()) blocks.Push(Section("*Likely cause*\n" + Mrkdwn(n.cause)));
+    if (!n.fix.empty()) blocks.Push(Section("*What to do*\n" + Mrkdwn(n.fix)));
+  }
+  std::string context = "trainwatch · rule `" + Mrkdwn(n.rule) + "`";
+  if (!link.empty()) context = "<" + link + "|Open the run> · " + context;
+  Json ctx_el = Json::Array();
+  ctx_el.Push(Text("mrkdwn", TruncateUtf8(context, kSectionMax)));
+  Json ctx;
+  ctx.Str("type", "context").Nested("elements", ctx_el);
+  blocks.Push(ctx);
+
+  const std::string fallback = (resolved ? "[resolved] " : "[" + n.severity + "] ") +
+                               (n.title.empty() ? n.rule : n.title) + " on " + n.run +
+                               (n.series.empty() ? "" : " (" + n.series + ")") + ": " + n.message;
+  Json msg;
+  msg.Str("text", TruncateUtf8(fallback, kFallbackMax)).Nested("blocks", blocks);
+  return msg.str();
+}
+
+std::string ConsoleLine(const Notification& n) {
+  const bool resolved = n.event == "finding.resolved";
+  return std::string("notify: ") + (resolved ? "resolved" : "[" + n.severity + "] " + n.event) + ": " +
+         n.rule + " on " + n.run + (n.series.empty() ? "" : " (" + n.series + ")") + ": " +
+         (resolved ? "no longer holds; was: " : "") + n.message;
+}
+
+std::string WebhookSignature(std::string_view secret, std::string_view id, int64_t timestamp,
+                             std::string_view body) {
+  std::string key(secret);
+  if (secret.starts_with("whsec_")) {
+    const std::string_view b64 = secret.substr(6);
+    std::string decoded(b64.size() * 3 / 4 + 3, '\0');
+    const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                                  reinterpret_cast<const unsigned char*>(b64.data()),
+                                  static_cast<int>(b64.size()));
+    if (n >= 0) {
+      // EVP_DecodeBlock counts the padding's zero bytes in; take them back off.
+      size_t len = static_cast<size_t>(n);
+      if (b64.ends_with("==")) len -= 2;
+      else if (b64.ends_with("=")) len -= 1;
+      key = decoded.substr(0, len);
+    }
+  }
+  const std::string signed_content = std::string(id) + "." + std::to_string(timestamp) + "." + std::string(body);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(signed_content.data()), signed_content.size(), mac, &mac_len);
+  std::string b64(4 * ((mac_len + 2) / 3) + 1, '\0');
+  const int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), mac, static_cast<int>(mac_len));
+  b64.resize(static_cast<size_t>(len));
+  return "v1," + b64;
+}
+
+}  // namespace tw::notify

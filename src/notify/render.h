@@ -1,0 +1,31 @@
+// How a notification looks on each channel. Pure functions of the notification: tested
+// against the limits of the receivers (Slack: 50 blocks, 150 characters in a header, 3,000 in
+// a section, 2,000 in a field, 10 fields) and the Standard Webhooks signature scheme.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "notify/notification.h"
+
+namespace tw::notify {
+
+// A link for the finding from a template: {run}, {series}, {rule}, {step} are replaced by
+// their values, URL-encoded ("http://tb:6006/#scalars&regexInput={run}"). "" for "".
+std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n);
+
+// The Slack incoming-webhook body: Block Kit blocks plus a plain `text` fallback.
+std::string SlackMessage(const Notification& n, const std::string& link);
+
+// One line for the console channel.
+std::string ConsoleLine(const Notification& n);
+
+// Standard Webhooks: "v1," + base64(HMAC-SHA256(key, id + "." + timestamp + "." + body)). A
+// secret "whsec_<base64>" is decoded to its key bytes; any other secret is used as is.
+std::string WebhookSignature(std::string_view secret, std::string_view id, int64_t timestamp,
+                             std::string_view body);
+
+// Cuts `s` to at most `max_bytes` bytes on a UTF-8 character boundary, ending in "…" when cut.
+std::string TruncateUtf8(std::string_view s, size_t max_bytes);
+
+}  // namespace tw::notify

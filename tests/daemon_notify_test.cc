@@ -1,0 +1,103 @@
+// Notifications from the real daemon process: a run whose loss turns NaN while it watches
+// produces exactly one Slack message on a loopback server (given with --slack-webhook), and a
+// message queued while the receiver was down arrives after a kill -9 and a restart.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+
+#include "support/daemon_process.h"
+#include "support/event_writer.h"
+#include "support/http_server.h"
+#include "support/store_dump.h"
+#include "support/test_env.h"
+
+namespace tw {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::DaemonProcess;
+using testing::EventFileWriter;
+using testing::QueryInt;
+using testing::TempDir;
+using testing::WaitFor;
+
+constexpr double kWall0 = 1.7e9;
+
+void Append(EventFileWriter& w, int64_t from, int64_t to, bool nan) {
+  for (int64_t s = from; s < to; ++s) {
+    const double v = nan ? NAN : 0.3 + 2.0 * std::pow(1 + s / 200.0, -0.7);
+    w.Add(testing::SimpleScalarEvent("Loss/train", s, kWall0 + s, static_cast<float>(v)));
+  }
+  w.Flush();
+}
+
+std::vector<std::string> Args(const TempDir& dir, const std::string& url) {
+  return {"--logdir", dir / "logs", "--db", dir / "tw.db", "--rescan-interval", "1", "--slack-webhook", url};
+}
+
+TEST(DaemonNotify, ALossTurningNanSendsExactlyOneSlackMessage) {
+  TempDir dir;
+  testing::HttpServer slack;
+  EventFileWriter sick(dir / "logs/sick/" + testing::EventFileName(1700000000, "h", 1, 0));
+  sick.Add(testing::FileVersionEvent(kWall0));
+  Append(sick, 0, 300, false);
+  DaemonProcess d(Args(dir, slack.url("/services/T0/B0/XYZ")), dir / "daemon.log");
+  ASSERT_TRUE(d.WaitForLog("notify: delivering to cli-slack", 10s)) << d.Log();
+  ASSERT_TRUE(WaitFor([&] { return QueryInt(dir / "tw.db", "SELECT count(*) FROM scalars") == 300; }, 10s));
+  Append(sick, 300, 340, true);
+  ASSERT_TRUE(slack.WaitForRequests(1, 20)) << d.Log();
+  Append(sick, 340, 400, true);  // more of the same: no second message
+  ASSERT_TRUE(WaitFor([&] {
+    return QueryInt(dir / "tw.db", "SELECT last_step FROM findings WHERE rule = 'non_finite_loss'") == 399;
+  }, 15s)) << d.Log();
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_EQ(slack.requests().size(), 1u) << d.Log();
+  boost::json::value body = boost::json::parse(slack.requests()[0].body);
+  const std::string text(body.at("text").as_string());
+  EXPECT_NE(text.find("[critical]"), std::string::npos) << text;
+  EXPECT_NE(text.find("sick"), std::string::npos) << text;
+  EXPECT_EQ(QueryInt(dir / "tw.db", "SELECT count(*) FROM outbox WHERE state = 'sent'"), 1);
+  d.Signal(SIGTERM);
+  std::optional<int> status = d.Wait(10s);
+  ASSERT_TRUE(status.has_value()) << d.Log();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << d.Log();
+  EXPECT_EQ(d.Log().find("XYZ"), std::string::npos) << "the webhook's secret part was logged";
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " status --db " + (dir / "tw.db"), &out), 0) << out;
+  EXPECT_NE(out.find("notify:      cli-slack: 1 sent, 0 pending, 0 dead"), std::string::npos) << out;
+}
+
+TEST(DaemonNotify, APendingMessageSurvivesKillNineAndArrivesAfterRestart) {
+  TempDir dir;
+  testing::HttpServer slack;
+  slack.SetDefault({500, "down"});
+  EventFileWriter sick(dir / "logs/sick/" + testing::EventFileName(1700000000, "h", 1, 0));
+  sick.Add(testing::FileVersionEvent(kWall0));
+  Append(sick, 0, 300, false);
+  Append(sick, 300, 340, true);
+  const std::string url = slack.url("/services/T0/B0/XYZ");
+  {
+    DaemonProcess d(Args(dir, url), dir / "first.log");
+    ASSERT_TRUE(slack.WaitForRequests(1, 20)) << d.Log();  // tried, refused with a 500
+    d.KillAndReap();  // kill -9 with the message pending
+  }
+  EXPECT_EQ(QueryInt(dir / "tw.db", "SELECT count(*) FROM outbox WHERE state = 'pending'"), 1);
+  slack.SetDefault({200, "ok"});
+  std::this_thread::sleep_for(300ms);  // a request the killed daemon had sent is recorded by now
+  const size_t before = slack.requests().size();
+  DaemonProcess d(Args(dir, url), dir / "second.log");
+  ASSERT_TRUE(WaitFor([&] {
+    return QueryInt(dir / "tw.db", "SELECT count(*) FROM outbox WHERE state = 'sent'") == 1;
+  }, 20s)) << d.Log();
+  std::this_thread::sleep_for(1500ms);
+  // Accepted once, after the restart; no second finding, no second message.
+  EXPECT_EQ(slack.requests().size(), before + 1);
+  EXPECT_EQ(QueryInt(dir / "tw.db", "SELECT count(*) FROM outbox"), 1);
+}
+
+}  // namespace
+}  // namespace tw
