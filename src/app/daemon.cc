@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "app/diagnose_worker.h"
 #include "app/notify_worker.h"
 #include "app/ingest_worker.h"
@@ -75,10 +76,6 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 class Daemon {
  public:
   Daemon(DaemonArgs args, Config cfg, std::unique_ptr<store::Store> store)
@@ -109,7 +106,7 @@ class Daemon {
               " ms; inotify " + (cfg_.inotify ? "on" : "off"));
     worker_.SetRoots(cfg_.roots);
     worker_.SetState("pid", std::to_string(::getpid()));
-    worker_.SetState("started", std::to_string(WallNow()));
+    worker_.SetState("started", std::to_string(UnixNow()));
     worker_.SetState("config", cfg_.origin);
     worker_.SetState("phase", "starting");
     // Files the store knows that the first walk does not find were deleted (or moved) while
@@ -189,7 +186,7 @@ class Daemon {
     first_rescan_ = false;
     files_ = now.files.size();
     snapshot_ = std::move(now);
-    worker_.SetState("last_rescan", std::to_string(WallNow()));
+    worker_.SetState("last_rescan", std::to_string(UnixNow()));
     worker_.SetState("roots", Join(cfg_.roots, "\n"));
     worker_.SetState("inotify", !cfg_.inotify ? "off"
                                 : !watcher_   ? "unavailable"

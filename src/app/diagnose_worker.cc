@@ -8,16 +8,13 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "notify/outbox.h"
 
 namespace tw::app {
 
 namespace {
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Opens the engine for `config`; "config:" load errors are fatal, rule-file ones are logged.
 Result<std::unique_ptr<diagnose::Engine>> OpenEngine(const std::string& db, const Config& config) {
@@ -132,14 +129,14 @@ void DiagnoseWorker::Cycle(bool scope_all) {
     return;
   }
   if (changed->empty() && !scope_all) return;
-  Result<diagnose::Evaluation> ev = engine_->Evaluate(&*changed, WallNow(), scope_all);
+  Result<diagnose::Evaluation> ev = engine_->Evaluate(&*changed, UnixNow(), scope_all);
   if (!ev.ok()) {
     if (!stop_) log::Warning("diagnosis: " + ev.status().message());
     return;
   }
   for (const auto& e : ev->errors) log::Warning("diagnosis rule failed: " + e);
   queued_ = 0;
-  Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, WallNow());
+  Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, UnixNow());
   if (!tr.ok()) {
     log::Warning("diagnosis: cannot store findings: " + tr.status().message());
     return;

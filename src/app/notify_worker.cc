@@ -4,17 +4,10 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/clock.h"
 #include "base/log.h"
 
 namespace tw::app {
-
-namespace {
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 Status NotifyWorker::Configure(const Config& config) {
   Pending p;
@@ -76,11 +69,11 @@ void NotifyWorker::Loop() {
     }
     double wait = 5.0;  // the outbox is re-read at least this often (a CLI may queue too)
     if (deliverer_) {
-      Result<std::vector<notify::Attempt>> done = deliverer_->RunOnce(WallNow());
+      Result<std::vector<notify::Attempt>> done = deliverer_->RunOnce(UnixNow());
       if (!done.ok()) log::Warning("notify: " + done.status().message());
       else attempts_ += static_cast<int64_t>(done->size());
       if (done.ok() && !done->empty()) wait = 0;  // a channel may have more
-      else wait = std::clamp(deliverer_->next_due() - WallNow(), 0.0, wait);
+      else wait = std::clamp(deliverer_->next_due() - UnixNow(), 0.0, wait);
     }
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, std::chrono::duration<double>(wait), [this] { return stop_ || woken_; });

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "app/daemon.h"
+#include "base/clock.h"
+#include "base/json.h"
 #include "notify/outbox.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -92,9 +94,7 @@ Result<StatusReport> Collect(store::Db& db) {
                               r.lag_files++;
                             }
                           }));
-  const double hour_ago =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
-      3600;
+  const double hour_ago = UnixNow() - 3600;
   Result<store::Stmt> e = db.Prepare("SELECT count(*) FROM ingest_errors WHERE time >= ?1");
   if (!e.ok()) return e.status();
   e->Bind(1, hour_ago);
@@ -102,24 +102,10 @@ Result<StatusReport> Collect(store::Db& db) {
   return r;
 }
 
-std::string Json(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string Ago(const std::string& unix_seconds) {
   if (unix_seconds.empty()) return "never";
   const double then = std::atof(unix_seconds.c_str());
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = UnixNow();
   std::ostringstream o;
   o << std::llround(now - then) << " s ago";
   return o.str();
@@ -173,27 +159,27 @@ int CmdStatus(const Args& args) {
   Result<std::vector<notify::OutboxCounts>> outbox = notify::CountOutbox(**db);
   if (!outbox.ok()) outbox = std::vector<notify::OutboxCounts>{};
   if (f.Has("json")) {
-    std::cout << "{\"phase\":" << Json(state("phase")) << ",\"pid\":" << Json(state("pid"))
-              << ",\"config\":" << Json(state("config")) << ",\"roots\":[";
+    std::cout << "{\"phase\":" << JsonQuote(state("phase")) << ",\"pid\":" << JsonQuote(state("pid"))
+              << ",\"config\":" << JsonQuote(state("config")) << ",\"roots\":[";
     std::istringstream roots(state("roots"));
     std::string root;
     for (bool first = true; std::getline(roots, root); first = false)
-      std::cout << (first ? "" : ",") << Json(root);
-    std::cout << "],\"inotify\":" << Json(state("inotify"))
+      std::cout << (first ? "" : ",") << JsonQuote(root);
+    std::cout << "],\"inotify\":" << JsonQuote(state("inotify"))
               << ",\"last_rescan\":" << (state("last_rescan").empty() ? "null" : state("last_rescan"))
               << ",\"runs\":" << r->runs << ",\"series\":" << r->series
               << ",\"scalar_points\":" << r->points << ",\"sources\":{";
     bool first = true;
     for (const auto& [k, v] : r->sources_by_status) {
-      std::cout << (first ? "" : ",") << Json(k) << ":" << v;
+      std::cout << (first ? "" : ",") << JsonQuote(k) << ":" << v;
       first = false;
     }
     std::cout << "},\"lag_bytes\":" << r->lag_bytes << ",\"lag_files\":" << r->lag_files
               << ",\"errors_last_hour\":" << r->errors_last_hour << ",\"notifications\":[";
     for (size_t i = 0; i < outbox->size(); ++i) {
       const notify::OutboxCounts& o = (*outbox)[i];
-      std::cout << (i ? "," : "") << "{\"channel\":" << Json(o.channel) << ",\"pending\":" << o.pending
-                << ",\"sent\":" << o.sent << ",\"dead\":" << o.dead << ",\"last_error\":" << Json(o.last_error)
+      std::cout << (i ? "," : "") << "{\"channel\":" << JsonQuote(o.channel) << ",\"pending\":" << o.pending
+                << ",\"sent\":" << o.sent << ",\"dead\":" << o.dead << ",\"last_error\":" << JsonQuote(o.last_error)
                 << "}";
     }
     std::cout << "]}\n";

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <set>
 
+#include "base/clock.h"
 #include "app/config.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -61,10 +62,6 @@ parameters with their values (defaults, or the config's), and where each comes f
 --verbose adds each rule's likely cause and fix. Rules that do not load are listed with why.
 )";
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Options for the engine from --config, --rules-dir and --set.
 bool EngineOptionsFrom(const Flags& f, diagnose::EngineOptions* out, std::string* error) {
   if (auto cfg = f.Get("config")) {
@@ -118,7 +115,7 @@ int CmdDiagnose(const Args& args) {
   diagnose::ReportFormat format = diagnose::ReportFormat::kText;
   if (auto fm = f.Get("format"); fm && !diagnose::ParseReportFormat(*fm, &format))
     return Usage(kDiagnoseHelp, "--format must be text, json or markdown");
-  double now = Now();
+  double now = UnixNow();
   if (auto n = f.Get("now")) {
     char* end = nullptr;
     now = std::strtod(n->c_str(), &end);

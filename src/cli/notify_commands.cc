@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/config.h"
+#include "base/clock.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/format.h"
@@ -38,10 +39,6 @@ While a silence matches a finding (its run name matches GLOB, and its rule is ID
 no notification is queued for it. The daemon honours silences at once, without a restart.
 DURATION is a number with s, m, h or d (30m, 2h, 7d).
 )";
-
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 bool ParseDuration(const std::string& s, double* out) {
   if (s.empty()) return false;
@@ -86,7 +83,7 @@ int NotifyTest(const Args& args) {
     }
   }
   int failures = 0;
-  const double now = WallNow();
+  const double now = UnixNow();
   const notify::Notification sample = notify::SampleNotification(now);
   for (const auto& c : channels) {
     Result<std::unique_ptr<notify::Channel>> ch = notify::MakeChannel(c);
@@ -120,7 +117,7 @@ int SilenceAdd(const Flags& f) {
   store::Db& db = (*st)->db();
   Result<store::Stmt> ins = db.Prepare(
       "INSERT INTO silences(run_glob, rule, created, expires, comment) VALUES (?,?,?,?,?)");
-  const double now = WallNow();
+  const double now = UnixNow();
   Status s = ins.ok() ? ins->Bind(1, *f.Get("run")).Bind(2, f.Get("rule").value_or("")).Bind(3, now)
                             .Bind(4, now + secs).Bind(5, f.Get("comment").value_or("")).Run()
                       : ins.status();
@@ -158,7 +155,7 @@ int CmdSilence(const Args& args) {
   if (sub == "expire") {
     if (f.positionals().size() != 1) return Usage(kSilenceHelp, "silence expire needs one ID");
     Result<store::Stmt> u = db.Prepare("UPDATE silences SET expires = min(expires, ?2) WHERE silence_id = ?1");
-    Status s = u.ok() ? u->Bind(1, static_cast<int64_t>(std::atoll(f.positionals()[0].c_str()))).Bind(2, WallNow()).Run()
+    Status s = u.ok() ? u->Bind(1, static_cast<int64_t>(std::atoll(f.positionals()[0].c_str()))).Bind(2, UnixNow()).Run()
                       : u.status();
     if (!s.ok() || db.Changes() == 0) {
       std::cerr << "trainwatch: " << (s.ok() ? "no silence " + f.positionals()[0] : s.message()) << "\n";

@@ -5,18 +5,10 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/clock.h"
 #include "store/migrations.h"
 
 namespace tw::store {
-namespace {
-
-double Now() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 ValueClass ClassOf(double v) {
   if (std::isnan(v)) return kNaN;
   if (std::isinf(v)) return v > 0 ? kPosInf : kNegInf;
@@ -101,7 +93,7 @@ Result<int64_t> Store::EnsureRun(std::string_view root, std::string_view name) {
   Result<std::optional<int64_t>> found = FindRun(root, name);
   if (!found.ok()) return found.status();
   if (*found) return **found;
-  TW_RETURN_IF_ERROR(st_->insert_run.Bind(1, root).Bind(2, name).Bind(3, Now()).Run());
+  TW_RETURN_IF_ERROR(st_->insert_run.Bind(1, root).Bind(2, name).Bind(3, UnixNow()).Run());
   return db_->LastInsertId();
 }
 
@@ -259,7 +251,7 @@ Status Store::SetDaemonState(std::string_view key, std::string_view value) {
       "INSERT INTO daemon_state(key, value, updated) VALUES (?1, ?2, ?3) "
       "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated = excluded.updated");
   if (!s.ok()) return s.status();
-  return s->Bind(1, key).Bind(2, value).Bind(3, Now()).Run();
+  return s->Bind(1, key).Bind(2, value).Bind(3, UnixNow()).Run();
 }
 
 Result<int64_t> Store::AddSource(const SourceRow& r) {
@@ -272,7 +264,7 @@ Result<int64_t> Store::AddSource(const SourceRow& r) {
                          .Bind(3, r.generation)
                          .Bind(4, r.dev)
                          .Bind(5, r.ino)
-                         .Bind(6, Now())
+                         .Bind(6, UnixNow())
                          .BindBlob(7, r.head.data(), r.head.size())
                          .Run());
   return db_->LastInsertId();
@@ -287,7 +279,7 @@ Status Store::UpdateSource(const SourceRow& r) {
       .Bind(6, r.status)
       .Bind(7, r.records)
       .Bind(8, r.error_count)
-      .Bind(9, Now())
+      .Bind(9, UnixNow())
       .BindBlob(10, r.head.data(), r.head.size())
       .Run();
 }
@@ -367,7 +359,7 @@ Status Store::InsertError(std::optional<int64_t> source_id, std::string_view pat
     s.BindNull(1);
   }
   return s.Bind(2, path).Bind(3, offset).Bind(4, length).Bind(5, kind).Bind(6, detail)
-      .Bind(7, Now())
+      .Bind(7, UnixNow())
       .Run();
 }
 
