@@ -320,7 +320,7 @@ TEST_F(Config, NotifyChannelsLoadWithSecretsFromTheEnvironment) {
   ASSERT_EQ(c->channels.size(), 2u);
   EXPECT_EQ(c->notify_max_age_seconds, 7200);
   EXPECT_EQ(c->channels[0].url, "http://127.0.0.1:9/services/T/B/SECRET");
-  EXPECT_EQ(c->channels[0].min_severity, notify::SeverityLevel::kCritical);
+  EXPECT_EQ(c->channels[0].min_severity, diagnose::Severity::kCritical);
   EXPECT_FALSE(c->channels[0].send_resolved);  // Slack's default
   EXPECT_TRUE(c->channels[1].send_resolved);   // a webhook's
   EXPECT_EQ(c->channels[0].runs, std::vector<std::string>{"prod/*"});

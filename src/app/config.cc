@@ -233,7 +233,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
         return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': " + u.status().message());
     std::string sev = "warning";
     TW_RETURN_IF_ERROR(cs.Get("min_severity", "a string (info, warning or critical)", &sev));
-    if (!notify::ParseSeverityLevel(sev, &ch.min_severity))
+    if (!diagnose::ParseSeverity(sev, &ch.min_severity))
       return InvalidArgument(Where(path, cs.node("min_severity")->source()) + "channel '" + name +
                              "': min_severity must be info, warning or critical");
     TW_RETURN_IF_ERROR(cs.GetStrings("rules", &ch.rules));

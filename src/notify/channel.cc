@@ -22,14 +22,6 @@ ChannelConfig ChannelConfig::Defaults(const std::string& name, const std::string
   return c;
 }
 
-bool ChannelConfig::operator==(const ChannelConfig& o) const {
-  return name == o.name && type == o.type && url == o.url && secret == o.secret &&
-         min_severity == o.min_severity && rules == o.rules && runs == o.runs &&
-         send_resolved == o.send_resolved && min_interval_seconds == o.min_interval_seconds &&
-         link_template == o.link_template && http.timeout_seconds == o.http.timeout_seconds &&
-         http.ca_file == o.http.ca_file;
-}
-
 bool Routes(const ChannelConfig& c, const Notification& n) {
   if (n.event == "test") return true;
   if (n.event == "finding.resolved" && !c.send_resolved) return false;

@@ -19,7 +19,7 @@ struct ChannelConfig {
   std::string url;     // slack, webhook (a secret: never logged whole)
   std::string secret;  // webhook signing secret (Standard Webhooks); "" = unsigned
   // Routing.
-  SeverityLevel min_severity = SeverityLevel::kWarning;
+  diagnose::Severity min_severity = diagnose::Severity::kWarning;
   std::vector<std::string> rules;     // rule ids; empty = all
   std::vector<std::string> runs;      // run name globs; empty = all
   bool send_resolved = false;
@@ -31,7 +31,7 @@ struct ChannelConfig {
   // The defaults per type: resolved messages on for webhooks and the console, off for Slack;
   // Slack at about one message per second (its documented limit), the others unlimited.
   static ChannelConfig Defaults(const std::string& name, const std::string& type);
-  bool operator==(const ChannelConfig&) const;
+  bool operator==(const ChannelConfig&) const = default;
 };
 
 // Whether a finding's notification goes to this channel.

@@ -48,6 +48,8 @@ struct HttpOptions {
   std::string ca_file;          // PEM trust anchors used instead of the system's (tests, private CAs)
   std::string user_agent = "trainwatch/0.1";
   size_t max_body_bytes = 1 << 20;  // a larger answer is cut (and still a response)
+
+  bool operator==(const HttpOptions&) const = default;
 };
 
 // POSTs `body` with `headers` (Content-Type among them, if wanted) and returns the answer.

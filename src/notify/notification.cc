@@ -8,17 +8,9 @@ namespace tw::notify {
 
 namespace json = boost::json;
 
-bool ParseSeverityLevel(std::string_view s, SeverityLevel* out) {
-  if (s == "info") *out = SeverityLevel::kInfo;
-  else if (s == "warning") *out = SeverityLevel::kWarning;
-  else if (s == "critical") *out = SeverityLevel::kCritical;
-  else return false;
-  return true;
-}
-
-SeverityLevel Notification::level() const {
-  SeverityLevel l = SeverityLevel::kWarning;
-  ParseSeverityLevel(severity, &l);
+diagnose::Severity Notification::level() const {
+  diagnose::Severity l = diagnose::Severity::kWarning;
+  diagnose::ParseSeverity(severity, &l);
   return l;
 }
 

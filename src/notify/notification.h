@@ -8,12 +8,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "diagnose/rule.h"
 #include "store/db.h"
 
 namespace tw::notify {
-
-enum class SeverityLevel { kInfo = 0, kWarning = 1, kCritical = 2 };
-bool ParseSeverityLevel(std::string_view s, SeverityLevel* out);
 
 struct Notification {
   std::string event;  // finding.firing, finding.escalated, finding.resolved, test
@@ -26,7 +24,7 @@ struct Notification {
   double first_seen = 0;
   std::string sparkline;  // the recent curve, as block characters (may be empty)
 
-  SeverityLevel level() const;
+  diagnose::Severity level() const;  // warning when `severity` is unreadable
 };
 
 // The payload, version 1: {"version":1,"type":event,"time":...,"finding":{...},"sparkline":...}.

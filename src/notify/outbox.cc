@@ -62,8 +62,8 @@ Result<int> QueueTransition(store::Db& db, const std::vector<ChannelConfig>& cha
     q->Bind(1, transition_id);
     Result<bool> row = q->Step();
     if (!row.ok()) return row.status();
-    SeverityLevel before = SeverityLevel::kInfo, after = SeverityLevel::kInfo;
-    if (!*row || !ParseSeverityLevel(q->Text(0), &before) || !ParseSeverityLevel(q->Text(1), &after) ||
+    diagnose::Severity before = diagnose::Severity::kInfo, after = diagnose::Severity::kInfo;
+    if (!*row || !diagnose::ParseSeverity(q->Text(0), &before) || !diagnose::ParseSeverity(q->Text(1), &after) ||
         after <= before)
       return 0;
     event = "finding.escalated";
