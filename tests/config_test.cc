@@ -225,6 +225,25 @@ TEST_F(Config, ValidateRefusesNoRoots) {
   EXPECT_NE(st.message().find("no roots to watch"), std::string::npos) << st.message();
 }
 
+TEST_F(Config, CommandLineChannelsAreNamedApartAndCheckedLikeConfiguredOnes) {
+  app::DaemonArgs args;
+  args.logdirs = {dir_ / "logs"};
+  args.slack_webhooks = {"http://127.0.0.1:9/services/A", "https://hooks.slack.com/services/B"};
+  args.webhooks = {"http://127.0.0.1:9/hook"};
+  Result<app::Config> c = app::BuildConfig(args);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->channels.size(), 3u);
+  EXPECT_EQ(c->channels[0].name, "cli-slack");
+  EXPECT_EQ(c->channels[1].name, "cli-slack-2");  // names key the outbox: never twice
+  EXPECT_EQ(c->channels[2].name, "cli-webhook");
+  EXPECT_TRUE(c->channels[2].send_resolved);
+  args.webhooks = {"ftp://127.0.0.1/hook/SECRET"};
+  Result<app::Config> bad = app::BuildConfig(args);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--webhook: URL scheme"), std::string::npos) << bad.status().message();
+  EXPECT_EQ(bad.status().message().find("SECRET"), std::string::npos);
+}
+
 TEST_F(Config, BuildConfigPutsFlagsOnTopOfTheFile) {
   fs::create_directories(dir_ / "more");
   WriteFile(path_, "[store]\npath = \"from-file.db\"\n[watch]\nroots = [\"logs\"]\n"

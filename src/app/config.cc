@@ -334,6 +334,23 @@ Result<Config> LoadConfigFile(const std::string& path) {
   return c;
 }
 
+Status AddCommandLineChannels(const std::vector<std::string>& slack_urls,
+                              const std::vector<std::string>& webhook_urls, Config* config) {
+  auto add = [&](const std::string& type, const std::string& flag, const std::vector<std::string>& urls) {
+    for (size_t i = 0; i < urls.size(); ++i) {
+      if (Result<notify::Url> u = notify::ParseUrl(urls[i]); !u.ok())
+        return InvalidArgument("--" + flag + ": " + u.status().message());
+      notify::ChannelConfig ch =
+          notify::ChannelConfig::Defaults("cli-" + type + (i ? "-" + std::to_string(i + 1) : ""), type);
+      ch.url = urls[i];
+      config->channels.push_back(std::move(ch));
+    }
+    return Status::Ok();
+  };
+  TW_RETURN_IF_ERROR(add("slack", "slack-webhook", slack_urls));
+  return add("webhook", "webhook", webhook_urls);
+}
+
 std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config) {
   if (!config.channels.empty()) return config.channels;
   return {notify::ChannelConfig::Defaults("console", "console")};

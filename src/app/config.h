@@ -35,6 +35,12 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
+// Channels given on the command line (--slack-webhook, --webhook), beside the configured
+// ones with the same guarantees: cli-slack, cli-slack-2, ..., cli-webhook, ... A URL that does
+// not parse is refused, naming the flag.
+Status AddCommandLineChannels(const std::vector<std::string>& slack_urls,
+                              const std::vector<std::string>& webhook_urls, Config* config);
+
 // The channels notifications go to: the configured ones, or the console when there are none.
 std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config);
 

@@ -46,20 +46,7 @@ Result<Config> BuildConfig(const DaemonArgs& args) {
       return InvalidArgument("--rescan-interval must be between 0.05 and 86400 seconds");
     c.rescan_interval_ms = static_cast<int64_t>(*args.rescan_seconds * 1000);
   }
-  // Channels from the command line, beside the configured ones, with the same guarantees.
-  auto add_channel = [&](const std::string& type, const std::string& url, size_t i) -> Status {
-    notify::ChannelConfig ch = notify::ChannelConfig::Defaults(
-        "cli-" + type + (i ? "-" + std::to_string(i + 1) : ""), type);
-    ch.url = url;
-    if (Result<notify::Url> u = notify::ParseUrl(url); !u.ok())
-      return InvalidArgument("--" + std::string(type == "slack" ? "slack-webhook" : "webhook") + ": " +
-                             u.status().message());
-    c.channels.push_back(std::move(ch));
-    return Status::Ok();
-  };
-  for (size_t i = 0; i < args.slack_webhooks.size(); ++i)
-    TW_RETURN_IF_ERROR(add_channel("slack", args.slack_webhooks[i], i));
-  for (size_t i = 0; i < args.webhooks.size(); ++i) TW_RETURN_IF_ERROR(add_channel("webhook", args.webhooks[i], i));
+  TW_RETURN_IF_ERROR(AddCommandLineChannels(args.slack_webhooks, args.webhooks, &c));
   if (args.no_inotify) c.inotify = false;
   if (args.verbose) c.verbose = true;
   std::sort(c.roots.begin(), c.roots.end());

@@ -64,16 +64,9 @@ int NotifyTest(const Args& args) {
     }
     config = std::move(*loaded);
   }
-  for (const auto& url : f.GetAll("slack-webhook")) {
-    notify::ChannelConfig c = notify::ChannelConfig::Defaults("cli-slack", "slack");
-    c.url = url;
-    config.channels.push_back(c);
-  }
-  for (const auto& url : f.GetAll("webhook")) {
-    notify::ChannelConfig c = notify::ChannelConfig::Defaults("cli-webhook", "webhook");
-    c.url = url;
-    config.channels.push_back(c);
-  }
+  if (Status st = app::AddCommandLineChannels(f.GetAll("slack-webhook"), f.GetAll("webhook"), &config);
+      !st.ok())
+    return Usage(kNotifyHelp, st.message());
   std::vector<notify::ChannelConfig> channels = app::EffectiveChannels(config);
   if (auto only = f.Get("channel")) {
     std::erase_if(channels, [&](const notify::ChannelConfig& c) { return c.name != *only; });
