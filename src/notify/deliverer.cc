@@ -9,9 +9,10 @@
 
 namespace tw::notify {
 
-Deliverer::Deliverer(std::unique_ptr<store::Db> db, std::vector<std::unique_ptr<Channel>> channels,
-                     DeliveryOptions options)
-    : db_(std::move(db)), channels_(std::move(channels)), options_(options),
+Deliverer::Deliverer(std::unique_ptr<store::Db> db, store::Stmt head, store::Stmt update,
+                     std::vector<std::unique_ptr<Channel>> channels, DeliveryOptions options)
+    : db_(std::move(db)), head_(std::move(head)), update_(std::move(update)), channels_(std::move(channels)),
+      options_(options),
       rng_(options.seed ? options.seed
                         : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {}
 
@@ -33,7 +34,16 @@ Result<std::unique_ptr<Deliverer>> Deliverer::Open(const std::string& db_path,
   if (const int64_t n = (*db)->Changes(); n > 0)
     log::Warning("notify: " + std::to_string(n) +
                  " pending message(s) are for channels no longer configured; marked dead");
-  return std::unique_ptr<Deliverer>(new Deliverer(std::move(*db), std::move(channels), options));
+  Result<store::Stmt> head = (*db)->Prepare(
+      "SELECT message_id, idempotency_key, payload, attempts, next_attempt, created FROM outbox "
+      "WHERE channel = ? AND state = 'pending' ORDER BY message_id LIMIT 1");
+  if (!head.ok()) return head.status();
+  Result<store::Stmt> update = (*db)->Prepare(
+      "UPDATE outbox SET state = ?2, attempts = ?3, next_attempt = ?4, last_status = ?5, "
+      "last_error = ?6, sent_at = CASE WHEN ?2 = 'sent' THEN ?7 ELSE sent_at END WHERE message_id = ?1");
+  if (!update.ok()) return update.status();
+  return std::unique_ptr<Deliverer>(new Deliverer(std::move(*db), std::move(*head), std::move(*update),
+                                                  std::move(channels), options));
 }
 
 double Deliverer::Backoff(const DeliveryOptions& o, int64_t attempts) {
@@ -59,37 +69,31 @@ Status Deliverer::Record(int64_t id, const SendResult& r, int64_t attempts, doub
     a->state = next - created > options_.max_age_seconds ? "dead" : "pending";
   }
   a->next_attempt = next;
-  Result<store::Stmt> u = db_->Prepare(
-      "UPDATE outbox SET state = ?2, attempts = ?3, next_attempt = ?4, last_status = ?5, "
-      "last_error = ?6, sent_at = CASE WHEN ?2 = 'sent' THEN ?7 ELSE sent_at END WHERE message_id = ?1");
-  if (!u.ok()) return u.status();
-  u->Bind(1, id).Bind(2, a->state).Bind(3, attempts).Bind(4, next);
-  if (r.http_status) u->Bind(5, int64_t{r.http_status});
-  else u->BindNull(5);
-  u->Bind(6, r.kind == SendResult::Kind::kSent ? std::string() : r.detail).Bind(7, now);
-  return u->Run();
+  store::Stmt& u = update_;
+  u.Bind(1, id).Bind(2, a->state).Bind(3, attempts).Bind(4, next);
+  if (r.http_status) u.Bind(5, int64_t{r.http_status});
+  else u.BindNull(5);
+  u.Bind(6, r.kind == SendResult::Kind::kSent ? std::string() : r.detail).Bind(7, now);
+  return u.Run();
 }
 
 Result<std::vector<Attempt>> Deliverer::RunOnce(double now) {
   std::vector<Attempt> out;
   next_due_ = INFINITY;
-  Result<store::Stmt> head = db_->Prepare(
-      "SELECT message_id, idempotency_key, payload, attempts, next_attempt, created FROM outbox "
-      "WHERE channel = ? AND state = 'pending' ORDER BY message_id LIMIT 1");
-  if (!head.ok()) return head.status();
+  store::Stmt& head = head_;
   for (const auto& ch : channels_) {
     const ChannelConfig& c = ch->config();
     for (int sent = 0; sent < options_.max_per_channel_per_run; ++sent) {
-      head->Reset();
-      head->Bind(1, c.name);
-      Result<bool> row = head->Step();
+      head.Reset();
+      head.Bind(1, c.name);
+      Result<bool> row = head.Step();
       if (!row.ok()) return row.status();
       if (!*row) break;
-      const int64_t id = head->Int(0);
-      const std::string key = head->Text(1), payload = head->Text(2);
-      const int64_t attempts = head->Int(3);
-      const double due = std::max(head->Real(4), next_allowed_[c.name]), created = head->Real(5);
-      head->Reset();
+      const int64_t id = head.Int(0);
+      const std::string key = head.Text(1), payload = head.Text(2);
+      const int64_t attempts = head.Int(3);
+      const double due = std::max(head.Real(4), next_allowed_[c.name]), created = head.Real(5);
+      head.Reset();
       if (due > now) {
         next_due_ = std::min(next_due_, due);
         break;

@@ -57,11 +57,13 @@ class Deliverer {
   static double Backoff(const DeliveryOptions& o, int64_t attempts);
 
  private:
-  Deliverer(std::unique_ptr<store::Db> db, std::vector<std::unique_ptr<Channel>> channels,
-            DeliveryOptions options);
+  Deliverer(std::unique_ptr<store::Db> db, store::Stmt head, store::Stmt update,
+            std::vector<std::unique_ptr<Channel>> channels, DeliveryOptions options);
   Status Record(int64_t id, const SendResult& r, int64_t attempts, double created, double now, Attempt* a);
 
   std::unique_ptr<store::Db> db_;
+  store::Stmt head_;    // a channel's oldest pending message
+  store::Stmt update_;  // an attempt's outcome
   std::vector<std::unique_ptr<Channel>> channels_;
   DeliveryOptions options_;
   std::mt19937_64 rng_;
