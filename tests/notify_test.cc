@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "notify/channel.h"
 #include "notify/deliverer.h"
@@ -56,7 +57,9 @@ TEST(NotifyRender, WebhookSignatureMatchesTheStandardWebhooksTestVector) {
 TEST(NotifyRender, SlackMessageStaysInsideSlacksLimits) {
   Notification n = Finding();
   n.title = std::string(400, 'T');
-  n.message = std::string(10000, 'm') + "é";  // multi-byte at the cut must not be split
+  // Three-byte characters throughout, so every cut lands inside one unless it steps back.
+  n.message.clear();
+  for (int i = 0; i < 4000; ++i) n.message += "€";
   std::string ev = "{";
   for (int i = 0; i < 30; ++i) ev += (i ? "," : "") + std::string("\"k") + std::to_string(i) + "\":" + std::to_string(i);
   n.evidence = ev + "}";
@@ -78,12 +81,19 @@ TEST(NotifyRender, SlackMessageStaysInsideSlacksLimits) {
       for (const auto& f : o.at("fields").as_array()) EXPECT_LE(f.at("text").as_string().size(), 2000u);
     }
   }
-  // Everything is valid UTF-8 (Boost.JSON would have refused the parse otherwise) and the run,
+  // Everything is valid UTF-8 (Boost.JSON refuses to parse a string that is not) and the run,
   // cause and fix are there.
   const std::string all = json::serialize(v);
   EXPECT_NE(all.find("exp/bert-1"), std::string::npos);
   EXPECT_NE(all.find("Lower the LR"), std::string::npos);
   EXPECT_NE(all.find("http://tb/#run=x|Open the run"), std::string::npos);
+}
+
+TEST(NotifyRender, TruncationStepsBackToACharacterBoundary) {
+  EXPECT_EQ(TruncateUtf8("€€€", 9), "€€€");  // fits: untouched
+  // 7 bytes: 4 for text plus the 3-byte ellipsis; byte 4 is inside the second "€".
+  EXPECT_EQ(TruncateUtf8("€€€", 7), "€…");
+  EXPECT_EQ(TruncateUtf8("abcdef", 5), "ab…");
 }
 
 TEST(NotifyRender, SlackEscapesAndShowsEvidenceFieldsAndResolution) {
@@ -370,6 +380,42 @@ TEST_F(NotifyDelivery, MessagesOfARemovedChannelAreDeadNotLost) {
   auto d = Open({Channel("webhook", "new")});
   EXPECT_TRUE(Run(*d, 1000).empty());
   EXPECT_EQ(Count("state = 'dead' AND last_error LIKE '%no longer configured%'"), 1);
+}
+
+// Which transitions are announced, and as what: firing (from new or pending), a severity that
+// rose, a resolution after firing (only where resolved messages are wanted); not pending, not a
+// severity that fell.
+TEST_F(NotifyDelivery, TransitionsBecomeTheRightEvents) {
+  store::Db& db = store_->db();
+  ASSERT_TRUE(db.Exec("INSERT INTO runs(run_id, root, name, first_seen) VALUES (1, '/r', 'exp/a', 0);"
+                      "INSERT INTO findings(finding_id, rule, run_id, series_id, severity, state, first_seen, "
+                      "last_seen, message, title) VALUES (1, 'loss_spikes', 1, 0, 'warning', 'firing', 0, 0, "
+                      "'spiky', 'Loss spikes');"
+                      "INSERT INTO finding_transitions(transition_id, finding_id, time, from_state, to_state, "
+                      "severity, message) VALUES (1, 1, 10, '', 'pending', 'warning', 'm'), "
+                      "(2, 1, 20, 'pending', 'firing', 'warning', 'm'), (3, 1, 30, 'firing', 'firing', 'critical', 'm'), "
+                      "(4, 1, 40, 'firing', 'firing', 'warning', 'm'), (5, 1, 50, 'firing', 'resolved', 'warning', 'm')")
+                  .ok());
+  const std::vector<ChannelConfig> chans = {Channel("webhook", "hook"), Channel("slack", "slack")};
+  const std::vector<std::tuple<int, std::string, std::string, int>> cases = {
+      {1, "", "pending", 0}, {2, "pending", "firing", 2}, {3, "firing", "firing", 2},
+      {4, "firing", "firing", 0}, {5, "firing", "resolved", 1}};
+  for (const auto& [id, from, to, expected] : cases) {
+    Result<int> q = QueueTransition(db, chans, id, from, to, 100);
+    ASSERT_TRUE(q.ok()) << q.status().message();
+    EXPECT_EQ(*q, expected) << "transition " << id;
+  }
+  EXPECT_EQ(Count("transition_id = 2 AND event = 'finding.firing'"), 2);
+  EXPECT_EQ(Count("transition_id = 3 AND event = 'finding.escalated'"), 2);
+  EXPECT_EQ(Count("transition_id = 5 AND event = 'finding.resolved' AND channel = 'hook'"), 1);
+  Result<store::Stmt> q = db.Prepare("SELECT payload FROM outbox WHERE transition_id = 3 LIMIT 1");
+  ASSERT_TRUE(q.ok());
+  ASSERT_TRUE(q->Step().ok());
+  Result<Notification> n = FromPayload(q->Text(0));
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(n->severity, "critical");
+  EXPECT_EQ(n->title, "Loss spikes");
+  EXPECT_EQ(n->run, "exp/a");
 }
 
 TEST_F(NotifyDelivery, SilencesStopQueueingAndExpire) {
