@@ -71,7 +71,6 @@ void NotifyWorker::Loop() {
     if (deliverer_) {
       Result<std::vector<notify::Attempt>> done = deliverer_->RunOnce(UnixNow());
       if (!done.ok()) log::Warning("notify: " + done.status().message());
-      else attempts_ += static_cast<int64_t>(done->size());
       if (done.ok() && !done->empty()) wait = 0;  // a channel may have more
       else wait = std::clamp(deliverer_->next_due() - UnixNow(), 0.0, wait);
     }

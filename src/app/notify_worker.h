@@ -5,7 +5,6 @@
 // most the channel's timeout); a message cut off by a crash is sent again after the restart.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -30,8 +29,6 @@ class NotifyWorker {
   void Stop();
   void Wake();  // thread-safe
 
-  int64_t attempts() const { return attempts_.load(); }  // thread-safe, for tests
-
  private:
   void Loop();
 
@@ -46,7 +43,6 @@ class NotifyWorker {
     notify::DeliveryOptions options;
   };
   std::optional<Pending> pending_;
-  std::atomic<int64_t> attempts_{0};
   std::unique_ptr<notify::Deliverer> deliverer_;  // the delivery thread's
 };
 

@@ -4,11 +4,9 @@
 
 #include <algorithm>
 
-#include <cstdio>
 #include <ctime>
 #include <iostream>
 
-#include "base/log.h"
 #include "notify/render.h"
 
 namespace tw::notify {
