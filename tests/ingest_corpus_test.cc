@@ -138,10 +138,15 @@ TEST_F(CorpusIngest, GitLfsPointersAreRejectedOnceAndClearly) {
   EXPECT_EQ(summary_.totals.files_rejected, 2);
 }
 
-TEST_F(CorpusIngest, OnlyTheLfsPointersProduceErrors) {
+TEST_F(CorpusIngest, OnlyTheDamagedFilesProduceErrors) {
+  // The Git LFS pointers, and W&B's fixture with one bad chunk (wandb_corpus_test.cc checks it).
   EXPECT_EQ(QueryInt(store_->db(), "SELECT count(*) FROM ingest_errors "
-                                   "WHERE path NOT LIKE '%edge-git-lfs-pointer%'"),
+                                   "WHERE path NOT LIKE '%edge-git-lfs-pointer%' "
+                                   "AND path NOT LIKE '%/wire/bad-crc.wandb'"),
             0);
+  EXPECT_EQ(QueryInt(store_->db(), "SELECT count(*) FROM ingest_errors "
+                                   "WHERE path LIKE '%/wire/bad-crc.wandb'"),
+            1);
 }
 
 TEST_F(CorpusIngest, TruncatedTailIsAStateNotAnError) {
@@ -151,7 +156,11 @@ TEST_F(CorpusIngest, TruncatedTailIsAStateNotAnError) {
   EXPECT_EQ(SourceInt("SELECT committed_offset FROM sources WHERE path = ?1", rel), 4066);
   EXPECT_EQ(SourceInt("SELECT size_seen FROM sources WHERE path = ?1", rel), 4078);
   EXPECT_EQ(SourceInt("SELECT error_count FROM sources WHERE path = ?1", rel), 0);
-  EXPECT_EQ(summary_.totals.partial_tails, 1);
+  // The other one is W&B's fixture whose last record is cut short at 234.
+  const std::string wandb = "wandb-upstream-fixtures/wandb__wandb/leet/fixtures/wire/truncated-tail.wandb";
+  EXPECT_EQ(SourceInt("SELECT committed_offset FROM sources WHERE path = ?1", wandb), 234);
+  EXPECT_EQ(SourceInt("SELECT error_count FROM sources WHERE path = ?1", wandb), 0);
+  EXPECT_EQ(summary_.totals.partial_tails, 2);
 }
 
 TEST_F(CorpusIngest, KerasUnderTf1OverfitsAsTheManifestSays) {

@@ -1,5 +1,7 @@
 #include "ingest/discover.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -10,6 +12,7 @@ namespace tw::ingest {
 namespace fs = std::filesystem;
 
 bool IsEventFileName(std::string_view name) {
+  if (name.ends_with(".wandb")) return true;  // W&B's run-<id>.wandb
   return name.find("tfevents") != std::string_view::npos && !name.ends_with(".profile-empty");
 }
 
@@ -17,7 +20,12 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
                                                 std::vector<std::string>* warnings) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return NotFound(root + ": not a directory");
-  std::map<std::string, std::vector<std::string>> by_dir;  // sorted by run name
+  struct Found {
+    std::string run, path;
+    bool symlink;
+  };
+  std::vector<Found> found;
+  std::map<std::pair<dev_t, ino_t>, size_t> by_inode;  // one path per real file
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
   if (ec) return IoError(root + ": cannot list: " + ec.message());
   for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
@@ -31,9 +39,21 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
     const fs::path& p = it->path();
     if (!IsEventFileName(p.filename().native())) continue;
     fs::path rel = p.parent_path().lexically_relative(root);
-    std::string name = rel.empty() ? "." : rel.native();
-    by_dir[name].push_back(p.native());
+    Found f{rel.empty() ? "." : rel.native(), p.native(), it->is_symlink(fec)};
+    // W&B's sync_tensorboard links (or copies) event files into the run's files/: the same
+    // file under two paths is read once, under the path that is not a link.
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) {
+      auto [at, fresh] = by_inode.try_emplace({st.st_dev, st.st_ino}, found.size());
+      if (!fresh) {
+        if (found[at->second].symlink && !f.symlink) found[at->second] = std::move(f);
+        continue;
+      }
+    }
+    found.push_back(std::move(f));
   }
+  std::map<std::string, std::vector<std::string>> by_dir;  // sorted by run name
+  for (auto& f : found) by_dir[f.run].push_back(std::move(f.path));
   std::vector<DiscoveredRun> runs;
   for (auto& [name, files] : by_dir) {
     std::sort(files.begin(), files.end());

@@ -1,5 +1,6 @@
 // Finds runs under a root, TensorBoard's way: a run is a directory that directly holds
-// event files (basename contains "tfevents"; "*.profile-empty" markers are skipped), named
+// event files (basename contains "tfevents"; "*.profile-empty" markers are skipped) or a
+// W&B transaction log (*.wandb: its directory, wandb/run-<time>-<id>/, is the run), named
 // by its path relative to the root ("." for the root itself).
 #pragma once
 

@@ -7,7 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include <type_traits>
+
+#include "ingest/batch.h"
 #include "tfrecord/reader.h"
+#include "wandb/log_reader.h"
 
 namespace tw::ingest {
 
@@ -39,6 +43,8 @@ std::string ReadFileHead(const std::string& path) {
   head.resize(n > 0 ? static_cast<size_t>(n) : 0);
   return head;
 }
+
+bool IsWandbLog(std::string_view path) { return path.ends_with(".wandb"); }
 
 bool SameFileHead(const std::string& known, const std::string& now) {
   const size_t n = std::min(known.size(), now.size());
@@ -72,17 +78,35 @@ Status RunState::Load() {
   Result<int64_t> starts = store_.CountStarts(run_id_);
   if (!starts.ok()) return starts.status();
   starts_ = *starts;
+  // W&B: system metrics go at the latest history step; define_metric's step metrics apply to
+  // series created later.
+  wandb_has_step_ = false;
+  wandb_step_ = 0;
+  for (const auto& [name, tag] : tags_) {
+    if (!tag.has_step || name.starts_with("system/")) continue;
+    if (!wandb_has_step_ || tag.max_step > wandb_step_) {
+      wandb_step_ = tag.max_step;
+      wandb_wall_ = tag.max_step_wall;
+    }
+    wandb_has_step_ = true;
+  }
+  step_metrics_.clear();
+  Result<store::Stmt> m = store_.db().Prepare(
+      "SELECT detail FROM run_events WHERE run_id = ?1 AND kind = 'define_metric' "
+      "ORDER BY source_id, offset");
+  if (!m.ok()) return m.status();
+  m->Bind(1, run_id_);
+  for (;;) {
+    Result<bool> row = m->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const std::string d = m->Text(0);  // "<name or glob>\t<step metric>"
+    const size_t tab = d.find('\t');
+    if (tab != std::string::npos) step_metrics_.emplace_back(d.substr(0, tab), d.substr(tab + 1));
+  }
   return Status::Ok();
 }
 
-// The open transaction's bookkeeping for one file.
-class FileIngester::Batch {
- public:
-  store::SourceRow source;
-  Totals totals;
-  store::RunCounters counters;
-  int64_t points_since_commit = 0;
-};
 
 Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* totals,
                                 const ProgressFn& progress, bool* more) {
@@ -175,9 +199,37 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   }
   b.source.status = "active";
 
-  tfrecord::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
-                              {b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
-                               false});
+  const tfrecord::ScanState scan{b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
+                                 false};
+  if (IsWandbLog(path)) {
+    if (b.source.committed_offset == 0) {  // even an empty log makes its directory a W&B run
+      store::RunInfo info;
+      info.format = "wandb";
+      if (Status s = store_.UpdateRunInfo(run.run_id(), info); !s.ok()) return fail(s);
+    }
+    wandb::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
+                             {scan.resyncing, scan.resync_from});
+    return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
+  }
+  tfrecord::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset), scan);
+  return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
+}
+
+namespace {
+bool Rejects(tfrecord::ProblemKind k) { return k == tfrecord::ProblemKind::kNotTfRecord; }
+bool Rejects(wandb::ProblemKind k) { return k == wandb::ProblemKind::kNotWandb; }
+}  // namespace
+
+// Reads records from the committed offset to the end and commits as it goes. The store's
+// transaction is open on entry; on return it is committed, or rolled back on failure.
+template <typename Reader>
+Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const std::string& path,
+                                 int64_t size, const std::string& head, Totals* totals,
+                                 const ProgressFn& progress, bool* more) {
+  auto fail = [&](Status s) {
+    store_.Rollback();
+    return s;
+  };
   const int64_t start_offset = b.source.committed_offset;
   b.totals.files_read = 1;
   if (Status open = reader.Open(); !open.ok()) {
@@ -213,16 +265,20 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
 
   for (bool reading = true; reading;) {
     switch (reader.Next()) {
-      case tfrecord::FileReader::Step::kRecord: {
-        Status s = ProcessRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
+      case Reader::Step::kRecord: {
+        Status s;
+        if constexpr (std::is_same_v<Reader, wandb::FileReader>)
+          s = ProcessWandbRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
+        else
+          s = ProcessRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
         if (!s.ok()) return fail(s);
         b.totals.records++;
         b.source.records++;
         break;
       }
-      case tfrecord::FileReader::Step::kProblem: {
-        const tfrecord::Problem& p = reader.problem();
-        if (p.kind == tfrecord::ProblemKind::kNotTfRecord) {
+      case Reader::Step::kProblem: {
+        const auto& p = reader.problem();
+        if (Rejects(p.kind)) {
           b.source.status = "rejected";
           b.totals.files_rejected++;
         }
@@ -230,11 +286,11 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
         b.source.error_count++;
         Status s = store_.InsertError(b.source.source_id, path, static_cast<int64_t>(p.offset),
                                       static_cast<int64_t>(p.length),
-                                      tfrecord::ProblemKindName(p.kind), p.detail);
+                                      ProblemKindName(p.kind), p.detail);
         if (!s.ok()) return fail(s);
         break;
       }
-      case tfrecord::FileReader::Step::kEnd:
+      case Reader::Step::kEnd:
         reading = false;
         continue;
     }
@@ -269,20 +325,22 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   return Status::Ok();
 }
 
-Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, int64_t offset,
+Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, double wall, int64_t offset,
                              std::string detail, const std::vector<int64_t>* series, bool always) {
-  Result<int64_t> marked = store_.MarkSuperseded(run.run_id(), step, event_.wall_time, series);
+  Result<int64_t> marked = store_.MarkSuperseded(run.run_id(), step, wall, series);
   if (!marked.ok()) return marked.status();
   if (*marked == 0 && !always) return Status::Ok();
   TW_RETURN_IF_ERROR(store_.InsertRunEvent(run.run_id(), b.source.source_id, offset, "restart",
-                                           step, event_.wall_time,
+                                           step, wall,
                                            detail + " (" + std::to_string(*marked) +
                                                " earlier points superseded)"));
   b.totals.restarts++;
   // Live max steps changed for the tags at or past the restart step: reload them.
   const int64_t starts = run.starts_;
+  auto step_metrics = std::move(run.step_metrics_);
   TW_RETURN_IF_ERROR(run.Load());
   run.starts_ = starts;
+  run.step_metrics_ = std::move(step_metrics);
   return Status::Ok();
 }
 
@@ -314,7 +372,7 @@ Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view rec
         // point of the run logged before it at that step or later is superseded. The first
         // START of a fresh run supersedes nothing and is no restart.
         const bool later_start = ++run.starts_ > 1;
-        TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
+        TW_RETURN_IF_ERROR(Restart(run, b, ev.step, ev.wall_time, offset,
                                    "SessionLog START at step " + std::to_string(ev.step) +
                                        ": resumed from a checkpoint",
                                    nullptr, later_start));
@@ -357,7 +415,7 @@ Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view rec
                        std::to_string(t->max_step) + " to " + std::to_string(ev.step);
   }
   if (!rewound.empty())
-    TW_RETURN_IF_ERROR(Restart(run, b, ev.step, offset,
+    TW_RETURN_IF_ERROR(Restart(run, b, ev.step, ev.wall_time, offset,
                                rewound_detail + ": resumed from a checkpoint or re-logged",
                                &rewound, true));
   int vidx = 0;

@@ -14,6 +14,8 @@
 #include "base/status.h"
 #include "decode/classify.h"
 #include "decode/event.h"
+#include "decode/wandb_record.h"
+#include "decode/wandb_value.h"
 #include "store/store.h"
 
 namespace tw::ingest {
@@ -77,7 +79,16 @@ class RunState {
   int64_t run_id_;
   std::unordered_map<std::string, Tag, Hash, std::equal_to<>> tags_;
   int64_t starts_ = 0;
+  // W&B: the latest history row's _step (system metrics, which have none, are stored at it),
+  // its wall time, and define_metric's step metrics as (name or glob, step metric).
+  int64_t wandb_step_ = 0;
+  bool wandb_has_step_ = false;
+  double wandb_wall_ = 0;
+  std::vector<std::pair<std::string, std::string>> step_metrics_;
 };
+
+// Whether a file is read as a W&B transaction log (by its name: *.wandb) or as tfevents.
+bool IsWandbLog(std::string_view path);
 
 class FileIngester {
  public:
@@ -93,13 +104,32 @@ class FileIngester {
 
  private:
   class Batch;
+  template <typename Reader>
+  Status ReadRecords(RunState& run, Batch& b, Reader& reader, const std::string& path,
+                     int64_t size, const std::string& head, Totals* totals,
+                     const ProgressFn& progress, bool* more);
   Status ProcessRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
   Status ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v, int vidx,
                       int64_t offset);
   // Supersedes live points at step >= `step` logged before this event: of the whole run, or
   // of `series` only. Records a restart event when anything was superseded or `always`.
-  Status Restart(RunState& run, Batch& b, int64_t step, int64_t offset, std::string detail,
-                 const std::vector<int64_t>* series, bool always);
+  Status Restart(RunState& run, Batch& b, int64_t step, double wall, int64_t offset,
+                 std::string detail, const std::vector<int64_t>* series, bool always);
+
+  // W&B (wandb_records.cc).
+  Status ProcessWandbRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
+  Status WandbHistory(RunState& run, Batch& b, int64_t offset);
+  Status WandbStats(RunState& run, Batch& b, int64_t offset);
+  Status WandbRunValues(RunState& run, Batch& b, store::RunValues table);
+  Status WandbDefineMetric(RunState& run, Batch& b, int64_t offset);
+  // Stores one logged value (a number, a histogram, a media object counted, a nested dict
+  // flattened into dotted names) of series `name`.
+  Status WandbValue(RunState& run, Batch& b, const std::string& name, const decode::JsonNode* node,
+                    std::string_view json, int64_t step, double wall, int vidx, int64_t offset);
+  Status WandbPoint(RunState& run, Batch& b, const std::string& name, decode::Kind kind,
+                    double value, const decode::Histogram* h, int64_t step, double wall, int vidx,
+                    int64_t offset);
+  Status WandbProblem(Batch& b, int64_t offset, std::string_view kind, std::string detail);
   Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                             decode::Kind kind);
 
@@ -107,6 +137,8 @@ class FileIngester {
   IngestOptions options_;
   decode::Event event_;           // reused across records
   decode::Classified classified_; // reused across values
+  decode::WandbRecord wandb_;     // reused across records
+  std::string name_;              // scratch for item names
 };
 
 }  // namespace tw::ingest

@@ -19,6 +19,7 @@ struct Store::Statements {
   Stmt insert_scalar, insert_histogram, insert_text;
   Stmt find_run, insert_run, find_series, insert_series, update_source, insert_error;
   Stmt insert_event, add_counters;
+  Stmt set_config, del_config, set_summary, del_summary, upsert_hparam;
 };
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
@@ -66,7 +67,7 @@ Status Store::PrepareAll() {
       {&st_->update_source,
        "UPDATE sources SET size_seen = ?2, committed_offset = ?3, resyncing = ?4, "
        "resync_from = ?5, status = ?6, records = ?7, error_count = ?8, last_read = ?9, "
-       "head = ?10 WHERE source_id = ?1"},
+       "head = ?10, last_record_num = ?11 WHERE source_id = ?1"},
       {&st_->insert_error,
        "INSERT INTO ingest_errors(source_id, path, offset, length, kind, detail, time) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
@@ -76,6 +77,17 @@ Status Store::PrepareAll() {
       {&st_->add_counters,
        "UPDATE runs SET images = images + ?2, audio = audio + ?3, graphs = graphs + ?4, "
        "run_metadata = run_metadata + ?5, other_tensors = other_tensors + ?6 WHERE run_id = ?1"},
+      {&st_->set_config,
+       "INSERT INTO run_config(run_id, key, value_json) VALUES (?1, ?2, ?3) "
+       "ON CONFLICT(run_id, key) DO UPDATE SET value_json = excluded.value_json"},
+      {&st_->del_config, "DELETE FROM run_config WHERE run_id = ?1 AND key = ?2"},
+      {&st_->set_summary,
+       "INSERT INTO run_summary_values(run_id, key, value_json) VALUES (?1, ?2, ?3) "
+       "ON CONFLICT(run_id, key) DO UPDATE SET value_json = excluded.value_json"},
+      {&st_->del_summary, "DELETE FROM run_summary_values WHERE run_id = ?1 AND key = ?2"},
+      {&st_->upsert_hparam,
+       "INSERT OR REPLACE INTO hparams(run_id, key, value_type, value_num, value_text) "
+       "VALUES (?1, ?2, ?3, ?4, ?5)"},
   };
   for (auto& a : all) {
     Result<Stmt> s = db_->Prepare(a.sql);
@@ -169,7 +181,7 @@ Result<int64_t> Store::CountStarts(int64_t run_id) {
 namespace {
 constexpr const char* kSourceColumns =
     "SELECT source_id, run_id, path, generation, dev, ino, size_seen, committed_offset, "
-    "resyncing, resync_from, status, records, error_count, head FROM sources ";
+    "resyncing, resync_from, status, records, error_count, head, last_record_num FROM sources ";
 
 Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
   Result<bool> row = s.Step();
@@ -190,6 +202,7 @@ Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
   r.records = s.Int(11);
   r.error_count = s.Int(12);
   r.head = s.Text(13);
+  r.last_record_num = s.Int(14);
   return std::optional<SourceRow>(std::move(r));
 }
 }  // namespace
@@ -281,6 +294,7 @@ Status Store::UpdateSource(const SourceRow& r) {
       .Bind(8, r.error_count)
       .Bind(9, UnixNow())
       .BindBlob(10, r.head.data(), r.head.size())
+      .Bind(11, r.last_record_num)
       .Run();
 }
 
@@ -406,6 +420,79 @@ Status Store::AddRunCounters(int64_t run_id, const RunCounters& c) {
       .Bind(5, c.run_metadata)
       .Bind(6, c.other_tensors)
       .Run();
+}
+
+namespace {
+template <typename T>
+void BindOptional(Stmt& s, int i, const std::optional<T>& v) {
+  if (v) s.Bind(i, *v);
+  else s.BindNull(i);
+}
+}  // namespace
+
+Status Store::UpdateRunInfo(int64_t run_id, const RunInfo& i) {
+  Result<Stmt> s = db_->Prepare(
+      "UPDATE runs SET format = COALESCE(?2, format), external_id = COALESCE(?3, external_id), "
+      "project = COALESCE(?4, project), entity = COALESCE(?5, entity), "
+      "display_name = COALESCE(?6, display_name), sdk_version = COALESCE(?7, sdk_version), "
+      "start_time = COALESCE(?8, start_time), exit_code = COALESCE(?9, exit_code) "
+      "WHERE run_id = ?1");
+  if (!s.ok()) return s.status();
+  s->Bind(1, run_id);
+  BindOptional(*s, 2, i.format);
+  BindOptional(*s, 3, i.external_id);
+  BindOptional(*s, 4, i.project);
+  BindOptional(*s, 5, i.entity);
+  BindOptional(*s, 6, i.display_name);
+  BindOptional(*s, 7, i.sdk_version);
+  BindOptional(*s, 8, i.start_time);
+  BindOptional(*s, 9, i.exit_code);
+  return s->Run();
+}
+
+Result<std::optional<int64_t>> Store::LinkContinuedRun(int64_t run_id) {
+  Result<Stmt> s = db_->Prepare(
+      "SELECT o.run_id FROM runs r JOIN runs o ON o.external_id = r.external_id "
+      "AND o.run_id != r.run_id AND o.format = r.format "
+      "WHERE r.run_id = ?1 AND (o.start_time < r.start_time OR (o.start_time = r.start_time "
+      "AND o.name < r.name) OR (r.start_time IS NULL AND o.name < r.name)) "
+      "ORDER BY o.start_time DESC, o.name DESC LIMIT 1");
+  if (!s.ok()) return s.status();
+  s->Bind(1, run_id);
+  Result<bool> row = s->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<int64_t>();
+  const int64_t prev = s->Int(0);
+  Result<Stmt> u = db_->Prepare("UPDATE runs SET continues_run_id = ?2 WHERE run_id = ?1");
+  if (!u.ok()) return u.status();
+  TW_RETURN_IF_ERROR(u->Bind(1, run_id).Bind(2, prev).Run());
+  return std::optional<int64_t>(prev);
+}
+
+Status Store::SetRunValue(RunValues table, int64_t run_id, std::string_view key,
+                          std::optional<std::string_view> value_json) {
+  const bool config = table == RunValues::kConfig;
+  if (!value_json) return (config ? st_->del_config : st_->del_summary).Bind(1, run_id).Bind(2, key).Run();
+  return (config ? st_->set_config : st_->set_summary).Bind(1, run_id).Bind(2, key).Bind(3, *value_json).Run();
+}
+
+Status Store::UpsertHParam(int64_t run_id, const decode::HParam& p) {
+  using T = decode::HParam::Type;
+  Stmt& ins = st_->upsert_hparam;
+  ins.Bind(1, run_id).Bind(2, p.key);
+  switch (p.type) {
+    case T::kNumber: ins.Bind(3, "number").Bind(4, p.number).BindNull(5); break;
+    case T::kBool: ins.Bind(3, "bool").Bind(4, p.number).BindNull(5); break;
+    case T::kString: ins.Bind(3, "string").BindNull(4).Bind(5, p.text); break;
+    case T::kNull: ins.Bind(3, "null").BindNull(4).BindNull(5); break;
+  }
+  return ins.Run();
+}
+
+Status Store::SetSeriesStepMetric(int64_t series_id, std::string_view step_metric) {
+  Result<Stmt> s = db_->Prepare("UPDATE series SET step_metric = ?2 WHERE series_id = ?1");
+  if (!s.ok()) return s.status();
+  return s->Bind(1, series_id).Bind(2, step_metric).Run();
 }
 
 Result<std::unique_ptr<Db>> OpenReadOnly(const std::string& path) {

@@ -32,6 +32,7 @@ struct SourceRow {
   int64_t records = 0;
   int64_t error_count = 0;
   std::string head;  // the file's first bytes (up to 64) when last read: its identity
+  int64_t last_record_num = 0;  // W&B: Record.num of the last record read (gaps are lost data)
 };
 
 struct SeriesRow {
@@ -49,6 +50,17 @@ struct RunCounters {
   int64_t images = 0, audio = 0, graphs = 0, run_metadata = 0, other_tensors = 0;
   bool any() const { return images || audio || graphs || run_metadata || other_tensors; }
 };
+
+// What a writer says about its run (W&B's run, header and exit records). Fields left unset
+// keep their stored value.
+struct RunInfo {
+  std::optional<std::string> format, external_id, project, entity, display_name, sdk_version;
+  std::optional<double> start_time;
+  std::optional<int64_t> exit_code;
+};
+
+// The per-run key/value tables of W&B runs.
+enum class RunValues { kConfig, kSummary };
 
 // Value classes as stored in scalars.value_class.
 enum ValueClass : int { kFinite = 0, kNaN = 1, kPosInf = 2, kNegInf = 3 };
@@ -105,6 +117,16 @@ class Store {
   // Marks every point read from a source superseded (the file was replaced).
   Status MarkSourceSuperseded(int64_t source_id);
   Status AddRunCounters(int64_t run_id, const RunCounters& c);
+
+  Status UpdateRunInfo(int64_t run_id, const RunInfo& info);
+  // The run this one continues: the latest other run with the same external id (a W&B run
+  // resumed into a new directory) that started before it. Recorded in continues_run_id.
+  Result<std::optional<int64_t>> LinkContinuedRun(int64_t run_id);
+  // Upserts (or, with value_json nullopt, removes) one key of a run's config or summary.
+  Status SetRunValue(RunValues table, int64_t run_id, std::string_view key,
+                     std::optional<std::string_view> value_json);
+  Status UpsertHParam(int64_t run_id, const decode::HParam& p);
+  Status SetSeriesStepMetric(int64_t series_id, std::string_view step_metric);
   // What the daemon says about itself (daemon_state), for `trainwatch status`.
   Status SetDaemonState(std::string_view key, std::string_view value);
 

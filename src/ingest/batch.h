@@ -1,0 +1,18 @@
+// FileIngester's bookkeeping for the file it is reading, shared by its tfevents and W&B
+// halves (file_ingester.cc, wandb_records.cc). Internal to src/ingest.
+#pragma once
+
+#include "ingest/file_ingester.h"
+
+namespace tw::ingest {
+
+// The open transaction's bookkeeping for one file.
+class FileIngester::Batch {
+ public:
+  store::SourceRow source;
+  Totals totals;
+  store::RunCounters counters;
+  int64_t points_since_commit = 0;
+};
+
+}  // namespace tw::ingest

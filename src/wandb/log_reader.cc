@@ -1,0 +1,350 @@
+#include "wandb/log_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace tw::wandb {
+
+namespace {
+
+constexpr char kMagic[kFileHeaderSize - 1] = {':', 'W', '&', 'B', '\xE1', '\xBE'};
+
+uint32_t LoadU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);  // little-endian hosts only (x86-64, arm64)
+  return v;
+}
+uint16_t LoadU16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// CRC-32 (zlib) of the type byte followed by the payload.
+uint32_t ChunkCrc(uint8_t type, const char* payload, size_t n) {
+  uLong crc = crc32(0L, &type, 1);
+  return static_cast<uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(payload), n));
+}
+
+bool ChunkValid(const char* h, uint64_t available, uint64_t room) {
+  const uint8_t type = static_cast<uint8_t>(h[6]);
+  const uint16_t len = LoadU16(h + 4);
+  return type >= kFull && type <= kLast && kChunkHeaderSize + len <= std::min(available, room) &&
+         ChunkCrc(type, h + kChunkHeaderSize, len) == LoadU32(h);
+}
+
+const char* TypeName(uint8_t t) {
+  switch (t) {
+    case kFull: return "FULL";
+    case kFirst: return "FIRST";
+    case kMiddle: return "MIDDLE";
+    case kLast: return "LAST";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+const char* ProblemKindName(ProblemKind kind) {
+  switch (kind) {
+    case ProblemKind::kBadChecksum: return "bad_checksum";
+    case ProblemKind::kBadChunk: return "bad_chunk";
+    case ProblemKind::kBrokenFragments: return "broken_fragments";
+    case ProblemKind::kNotWandb: return "not_wandb";
+  }
+  return "unknown";
+}
+
+Status CheckFileHeader(std::string_view head, int* version) {
+  const size_t n = std::min<size_t>(head.size(), sizeof kMagic);
+  if (std::memcmp(head.data(), kMagic, n) != 0) {
+    const bool text = head.starts_with("version https://git-lfs");
+    return InvalidArgument(text ? "a Git LFS pointer, not the W&B log it stands for"
+                                : "not a W&B transaction log (the file does not start with "
+                                  "\":W&B\" and magic 0xBEE1)");
+  }
+  if (head.size() >= kFileHeaderSize) {
+    const auto v = static_cast<uint8_t>(head[kFileHeaderSize - 1]);
+    if (v > 1)
+      return InvalidArgument("W&B log format version " + std::to_string(v) +
+                             " is newer than this reader knows (0 and 1)");
+    if (version) *version = v;
+  }
+  return Status::Ok();
+}
+
+BlockOrigin DetectBlockOrigin(std::string_view b, uint64_t file_size) {
+  // Candidate chunk headers: at 32768 (origin 0) and at 32775 (origin 7). Each must fit the
+  // block its origin implies and check out.
+  const uint64_t avail0 = b.size();
+  if (avail0 >= kChunkHeaderSize) {
+    const uint64_t len = LoadU16(b.data() + 4);
+    if (kChunkHeaderSize + len <= avail0 && ChunkValid(b.data(), avail0, kBlockSize))
+      return BlockOrigin::kZero;
+  }
+  if (avail0 >= 7 + kChunkHeaderSize) {
+    const char* h = b.data() + 7;
+    const uint64_t len = LoadU16(h + 4);
+    if (kChunkHeaderSize + len <= avail0 - 7 && ChunkValid(h, avail0 - 7, kBlockSize))
+      return BlockOrigin::kSeven;
+  }
+  // Neither checks out. If both candidates are whole, the boundary is damaged: read on with
+  // the usual origin and let the scanner report it.
+  auto whole = [&](uint64_t at) {
+    if (avail0 < at + kChunkHeaderSize) return false;
+    return at + kChunkHeaderSize + LoadU16(b.data() + at + 4) <= avail0;
+  };
+  if (whole(0) && whole(7)) return BlockOrigin::kZero;
+  if (file_size >= kBlockSize + 7 + kBlockSize) return BlockOrigin::kZero;  // cannot be pending
+  return BlockOrigin::kUnknown;
+}
+
+uint64_t Scanner::BlockEnd(uint64_t pos) const {
+  const uint64_t o = origin_ == BlockOrigin::kSeven ? 7 : 0;
+  return o + ((pos - o) / kBlockSize + 1) * kBlockSize;
+}
+
+Scanner::Step Scanner::NeedMore(uint64_t until) {
+  needed_ = until > consumed_ ? until - consumed_ : 1;
+  // Everything gathered since consumed_ is read again when the bytes are there.
+  cur_ = consumed_;
+  assembling_ = false;
+  assembled_.clear();
+  return Step::kNeedMore;
+}
+
+Scanner::Step Scanner::Damage(ProblemKind kind, uint64_t at, uint64_t until,
+                              std::string what) {
+  const uint64_t from = assembling_ ? consumed_ : at;
+  problem_.kind = kind;
+  problem_.offset = at;
+  problem_.length = until - from;
+  problem_.detail = what + "; dropped " + std::to_string(until - at) + " bytes, to offset " +
+                    std::to_string(until);
+  if (assembling_)
+    problem_.detail += ", and the record begun at offset " + std::to_string(consumed_);
+  assembling_ = false;
+  assembled_.clear();
+  // Fragments of the damaged record that follow are skipped up to the next record's start.
+  state_.resyncing = true;
+  state_.resync_from = at;
+  cur_ = consumed_ = until;
+  return Step::kProblem;
+}
+
+Scanner::Step Scanner::Next() {
+  needs_origin_ = false;
+  for (;;) {
+    const uint64_t end = base_ + w_.size();
+    // Until the origin is known, only chunks that end at least a header's length before the
+    // first possible boundary (32768) are read the same way under both origins.
+    const bool origin_known = origin_ != BlockOrigin::kUnknown;
+    const uint64_t block_end = origin_known ? BlockEnd(cur_) : kBlockSize;
+    if (!origin_known && cur_ + 2 * kChunkHeaderSize > kBlockSize) {
+      needs_origin_ = true;
+      return NeedMore(cur_ + kChunkHeaderSize);
+    }
+    if (block_end - cur_ < kChunkHeaderSize) {  // trailer padding
+      cur_ = block_end;
+      if (!assembling_) consumed_ = cur_;
+      continue;
+    }
+    if (end < cur_ + kChunkHeaderSize) return NeedMore(cur_ + kChunkHeaderSize);
+    const char* h = w_.data() + (cur_ - base_);
+    const uint32_t crc = LoadU32(h);
+    const uint16_t len = LoadU16(h + 4);
+    const auto type = static_cast<uint8_t>(h[6]);
+    const uint64_t chunk_end = cur_ + kChunkHeaderSize + len;
+    if (type == kZeroType && len == 0 && crc == 0) {
+      // Zeros where a chunk should be: padding to the block's end. At the file's end it may
+      // be space not written yet: wait until the block is whole.
+      if (!origin_known) {
+        needs_origin_ = true;
+        return NeedMore(cur_ + kChunkHeaderSize);
+      }
+      if (end < block_end) return NeedMore(block_end);
+      cur_ = block_end;
+      if (!assembling_) consumed_ = cur_;
+      continue;
+    }
+    if (type < kFull || type > kLast)
+      return Damage(ProblemKind::kBadChunk, cur_, block_end,
+                    "chunk at offset " + std::to_string(cur_) + " has unknown type " +
+                        std::to_string(type));
+    if (chunk_end > block_end) {
+      if (!origin_known) {
+        needs_origin_ = true;
+        return NeedMore(chunk_end);
+      }
+      return Damage(ProblemKind::kBadChunk, cur_, block_end,
+                    std::string(TypeName(type)) + " chunk at offset " + std::to_string(cur_) +
+                        " claims " + std::to_string(len) + " bytes, past its block's end");
+    }
+    if (!origin_known && chunk_end + kChunkHeaderSize > kBlockSize) {
+      needs_origin_ = true;
+      return NeedMore(chunk_end);
+    }
+    if (end < chunk_end) return NeedMore(chunk_end);  // the chunk is not all written yet
+    const char* payload = h + kChunkHeaderSize;
+    if (ChunkCrc(type, payload, len) != crc) {
+      // The length fits the block, so most likely only this chunk's bytes are damaged: skip
+      // it alone. Had the length been damaged, what follows will not check out either, and
+      // the rest of the block goes then (W&B's Go reader drops the block at once; this keeps
+      // the intact records behind a damaged one).
+      return Damage(ProblemKind::kBadChecksum, cur_, chunk_end,
+                    std::string(TypeName(type)) + " chunk of " + std::to_string(len) +
+                        " bytes at offset " + std::to_string(cur_) + " fails its CRC-32");
+    }
+    const uint64_t at = cur_;
+    cur_ = chunk_end;
+    if (state_.resyncing) {
+      // Fragments of the damaged record: skip to the next record's start.
+      if (type == kMiddle || type == kLast) {
+        consumed_ = cur_;
+        continue;
+      }
+      state_.resyncing = false;
+    }
+    switch (type) {
+      case kFull:
+      case kFirst:
+        if (assembling_) {
+          // The record being gathered never got its LAST chunk.
+          problem_ = {ProblemKind::kBrokenFragments, consumed_, at - consumed_,
+                      "the record begun at offset " + std::to_string(consumed_) +
+                          " has no LAST chunk before the new record at " + std::to_string(at) +
+                          "; dropped"};
+          assembling_ = false;
+          assembled_.clear();
+          consumed_ = cur_ = at;
+          return Step::kProblem;
+        }
+        if (type == kFull) {
+          record_ = std::string_view(payload, len);
+          record_offset_ = at;
+          consumed_ = cur_;
+          return Step::kRecord;
+        }
+        assembling_ = true;
+        assembled_.assign(payload, len);
+        consumed_ = at;
+        continue;
+      case kMiddle:
+      case kLast:
+        if (!assembling_) {
+          problem_ = {ProblemKind::kBrokenFragments, at, cur_ - at,
+                      std::string(TypeName(type)) + " chunk at offset " + std::to_string(at) +
+                          " continues no record; skipped"};
+          consumed_ = cur_;
+          return Step::kProblem;
+        }
+        assembled_.append(payload, len);
+        if (type == kMiddle) continue;
+        assembling_ = false;
+        record_ = assembled_;
+        record_offset_ = consumed_;
+        consumed_ = cur_;
+        return Step::kRecord;
+    }
+  }
+}
+
+FileReader::FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk)
+    : path_(std::move(path)),
+      chunk_(chunk),
+      start_offset_(offset),
+      buf_base_(std::max(offset, kFileHeaderSize)),
+      scanner_({}, std::max(offset, kFileHeaderSize), state, BlockOrigin::kUnknown) {}
+
+FileReader::~FileReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status FileReader::Open() {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return status_ = IoError(path_ + ": cannot open: " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return status_ = IoError(path_ + ": stat failed: " + std::strerror(errno));
+  size_ = static_cast<uint64_t>(st.st_size);
+  char head[kFileHeaderSize];
+  const ssize_t n = ::pread(fd_, head, sizeof head, 0);
+  if (n < 0) return status_ = IoError(path_ + ": read failed at offset 0: " + std::strerror(errno));
+  if (Status s = CheckFileHeader(std::string_view(head, static_cast<size_t>(n)), &version_); !s.ok()) {
+    rejected_ = true;
+    problem_ = true;
+    problem_storage_ = {ProblemKind::kNotWandb, 0, size_, s.message()};
+    return Status::Ok();
+  }
+  header_pending_ = static_cast<uint64_t>(n) < kFileHeaderSize;  // a 0-byte file is normal
+  if (size_ > kBlockSize) {
+    // Enough of the first block boundary to tell the two origins apart.
+    std::string b(std::min<uint64_t>(size_ - kBlockSize, 7 + kChunkHeaderSize + 0xFFFF), '\0');
+    const ssize_t got = ::pread(fd_, b.data(), b.size(), static_cast<off_t>(kBlockSize));
+    if (got < 0) return status_ = IoError(path_ + ": read failed at offset 32768: " + std::strerror(errno));
+    b.resize(static_cast<size_t>(got));
+    origin_ = DetectBlockOrigin(b, size_);
+  }
+  scanner_ = Scanner({}, buf_base_, scanner_.state(), origin_);
+  return status_;
+}
+
+bool FileReader::Refill(uint64_t needed) {
+  const uint64_t keep_from = scanner_.position() - buf_base_;
+  const size_t keep = buf_len_ - keep_from;
+  if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
+  buf_base_ += keep_from;
+  buf_len_ = keep;
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    status_ = IoError(path_ + ": stat failed: " + std::strerror(errno));
+    return false;
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const uint64_t available = size > buf_base_ ? size - buf_base_ : 0;
+  if (needed > available || available <= buf_len_) return false;
+  // Grow at least geometrically: a record larger than the window is gathered again from its
+  // first chunk after each refill.
+  const uint64_t want = std::min<uint64_t>(std::max<uint64_t>({needed, keep + chunk_, 2 * keep}), available);
+  if (buf_.size() < want) buf_.resize(want);
+  while (buf_len_ < want) {
+    const ssize_t n = ::pread(fd_, buf_.data() + buf_len_, want - buf_len_,
+                              static_cast<off_t>(buf_base_ + buf_len_));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      status_ = IoError(path_ + ": read failed at offset " + std::to_string(buf_base_ + buf_len_) +
+                        ": " + std::strerror(errno));
+      return false;
+    }
+    if (n == 0) break;
+    buf_len_ += static_cast<size_t>(n);
+  }
+  scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state(), origin_);
+  return true;
+}
+
+FileReader::Step FileReader::Next() {
+  if (problem_) {
+    problem_ = false;
+    return Step::kProblem;
+  }
+  if (fd_ < 0 || !status_.ok() || rejected_ || header_pending_) return Step::kEnd;
+  for (;;) {
+    switch (scanner_.Next()) {
+      case Scanner::Step::kRecord: return Step::kRecord;
+      case Scanner::Step::kProblem: return Step::kProblem;
+      case Scanner::Step::kNeedMore:
+        // Wanting the origin is wanting the bytes of the first block boundary: the file has
+        // not reached it yet (Open decides it whenever it can).
+        if (scanner_.needs_origin() && origin_ == BlockOrigin::kUnknown) return Step::kEnd;
+        if (!Refill(scanner_.needed())) return Step::kEnd;
+    }
+  }
+}
+
+}  // namespace tw::wandb
