@@ -74,7 +74,7 @@ class WandbCorpus : public ::testing::Test {
     store_ = s->release();
     std::vector<std::string> roots;
     for (const char* d : {"wandb-0.10-0.12-python", "wandb-0.17-python-hf-trainer", "wandb-core-0.21",
-                          "wandb-upstream-fixtures"})
+                          "wandb-upstream-fixtures", "wandb-legacy-0.8"})
       roots.push_back(*corpus_ + "/" + d);
     ASSERT_TRUE(ingest::IngestPaths(*store_, roots, {}, &summary_).ok());
   }
@@ -220,6 +220,25 @@ TEST_F(WandbCorpus, TheBadChunkIsReportedAndTheRecordsAfterItKept) {
   EXPECT_EQ(Int("SELECT count(*) FROM run_events e JOIN sources o USING (source_id) WHERE o.path = ?1 "
                 "AND e.kind = 'exit'", path),
             1);
+}
+
+TEST_F(WandbCorpus, LegacyJsonLinesRunsAreReadWithoutALog) {
+  // SDK 0.8: wandb-history.jsonl (401 and 136 rows) and wandb-events.jsonl, no .wandb.
+  const std::string a = "AGKhalil__RL_implements/wandb/run-20200325_113035-1egzk2xs";
+  const std::string b = "AGKhalil__RL_implements/wandb/run-20200402_182553-z4nv4p4v";
+  EXPECT_EQ(Text("SELECT format FROM runs WHERE name = ?1", a), "wandb");
+  EXPECT_EQ(Int("SELECT count(DISTINCT step) FROM scalar_points WHERE run = ?1 AND tag NOT LIKE 'system/%'", a), 401);
+  EXPECT_EQ(Int("SELECT count(*) FROM scalar_points WHERE run = ?1 AND tag = 'Value Loss'", a), 401);
+  EXPECT_EQ(Int("SELECT count(DISTINCT step) FROM scalar_points WHERE run = ?1 AND tag NOT LIKE 'system/%'", b), 136);
+  // Intrinsic reward blows up from about 3.8 to about 1379.
+  EXPECT_GT(*Int("SELECT max(value) FROM scalar_points WHERE run = ?1 AND tag = 'Intrinsic reward'", b), 1000);
+  // wandb.watch gradients: histograms in four rows of the first run.
+  EXPECT_EQ(Int("SELECT count(DISTINCT h.step) FROM histograms h JOIN series s USING (series_id) "
+                "JOIN runs r USING (run_id) WHERE r.name = ?1", a),
+            4);
+  // System metrics (every 30 s) are stored, at the latest history step.
+  EXPECT_GT(*Int("SELECT count(*) FROM scalar_points WHERE run = ?1 AND tag LIKE 'system/gpu.%'", b), 0);
+  EXPECT_EQ(Int("SELECT min(step) FROM scalar_points WHERE run = ?1 AND tag LIKE 'system/%'", b), 135);
 }
 
 }  // namespace

@@ -102,7 +102,7 @@ void IngestWorker::Run() {
       continue;
     }
     worked_since_trim_ = true;
-    const std::string dir = fs::path(*path).parent_path().native();
+    const std::string dir = ingest::RunDirOf(*path);
     if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != *path) {
       if (*path > b->second) {
         queue_.Post(*path);  // after the run's earlier file is done
@@ -193,7 +193,7 @@ Status IngestWorker::Process(const std::string& path, bool* more) {
     log::Warning("cannot stat " + path + ": " + std::strerror(errno));
     return Status::Ok();
   }
-  const std::string dir = fs::path(path).parent_path().native();
+  const std::string dir = ingest::RunDirOf(path);
   Status error;
   ingest::RunState* run = RunFor(dir, root, path, &error);
   if (!run) return error;

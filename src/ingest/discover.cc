@@ -11,8 +11,22 @@ namespace tw::ingest {
 
 namespace fs = std::filesystem;
 
+bool IsWandbLog(std::string_view path) { return path.ends_with(".wandb"); }
+
+bool IsWandbJsonl(std::string_view path) {
+  const std::string_view name = path.substr(path.rfind('/') + 1);
+  return name == "wandb-history.jsonl" || name == "wandb-events.jsonl";
+}
+
+std::string RunDirOf(const std::string& path) {
+  const fs::path p(path);
+  fs::path dir = p.parent_path();
+  if (IsWandbJsonl(path) && dir.filename() == "files") dir = dir.parent_path();
+  return dir.native();
+}
+
 bool IsEventFileName(std::string_view name) {
-  if (name.ends_with(".wandb")) return true;  // W&B's run-<id>.wandb
+  if (IsWandbLog(name) || IsWandbJsonl(name)) return true;
   return name.find("tfevents") != std::string_view::npos && !name.ends_with(".profile-empty");
 }
 
@@ -38,7 +52,7 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
     if (!it->is_regular_file(fec)) continue;
     const fs::path& p = it->path();
     if (!IsEventFileName(p.filename().native())) continue;
-    fs::path rel = p.parent_path().lexically_relative(root);
+    fs::path rel = fs::path(RunDirOf(p.native())).lexically_relative(root);
     Found f{rel.empty() ? "." : rel.native(), p.native(), it->is_symlink(fec)};
     // W&B's sync_tensorboard links (or copies) event files into the run's files/: the same
     // file under two paths is read once, under the path that is not a link.
@@ -56,7 +70,12 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
   for (auto& f : found) by_dir[f.run].push_back(std::move(f.path));
   std::vector<DiscoveredRun> runs;
   for (auto& [name, files] : by_dir) {
-    std::sort(files.begin(), files.end());
+    // A run with a .wandb log has everything in it; the JSON lines are for older runs only,
+    // history before system metrics (which are stored at the latest history step).
+    const bool has_log = std::any_of(files.begin(), files.end(), [](const std::string& f) { return IsWandbLog(f); });
+    if (has_log) std::erase_if(files, [](const std::string& f) { return IsWandbJsonl(f); });
+    auto order = [](const std::string& f) { return std::make_pair(f.ends_with("/wandb-events.jsonl"), f); };
+    std::sort(files.begin(), files.end(), [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
     runs.push_back({name, std::move(files)});
   }
   return runs;

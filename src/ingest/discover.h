@@ -1,7 +1,9 @@
 // Finds runs under a root, TensorBoard's way: a run is a directory that directly holds
 // event files (basename contains "tfevents"; "*.profile-empty" markers are skipped) or a
 // W&B transaction log (*.wandb: its directory, wandb/run-<time>-<id>/, is the run), named
-// by its path relative to the root ("." for the root itself).
+// by its path relative to the root ("." for the root itself). A W&B run from before SDK
+// 0.10 has wandb-history.jsonl and wandb-events.jsonl instead; they are read only where the
+// run has no .wandb.
 #pragma once
 
 #include <string>
@@ -17,6 +19,15 @@ struct DiscoveredRun {
 };
 
 bool IsEventFileName(std::string_view basename);
+
+// How a file is read, by its name: a W&B transaction log (*.wandb), the JSON lines of a W&B
+// run from before SDK 0.10 (wandb-history.jsonl, wandb-events.jsonl), or tfevents.
+bool IsWandbLog(std::string_view path);
+bool IsWandbJsonl(std::string_view path);
+
+// The run directory of an event file: its directory, except for the JSON lines that some
+// old SDKs wrote into the run's files/ folder.
+std::string RunDirOf(const std::string& path);
 
 // Walks `root` (absolute, canonical) recursively. Unreadable subdirectories are skipped
 // and reported in `warnings`; symlinked directories are not followed (no loops).

@@ -11,6 +11,7 @@
 
 #include "ingest/batch.h"
 #include "tfrecord/reader.h"
+#include "wandb/jsonl_reader.h"
 #include "wandb/log_reader.h"
 
 namespace tw::ingest {
@@ -44,7 +45,6 @@ std::string ReadFileHead(const std::string& path) {
   return head;
 }
 
-bool IsWandbLog(std::string_view path) { return path.ends_with(".wandb"); }
 
 bool SameFileHead(const std::string& known, const std::string& now) {
   const size_t n = std::min(known.size(), now.size());
@@ -201,12 +201,18 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
 
   const tfrecord::ScanState scan{b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
                                  false};
-  if (IsWandbLog(path)) {
+  if (IsWandbLog(path) || IsWandbJsonl(path)) {
     if (b.source.committed_offset == 0) {  // even an empty log makes its directory a W&B run
       store::RunInfo info;
       info.format = "wandb";
       if (Status s = store_.UpdateRunInfo(run.run_id(), info); !s.ok()) return fail(s);
     }
+  }
+  if (IsWandbJsonl(path)) {
+    wandb::jsonl::LineReader reader(path, static_cast<uint64_t>(b.source.committed_offset), {});
+    return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
+  }
+  if (IsWandbLog(path)) {
     wandb::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
                              {scan.resyncing, scan.resync_from});
     return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
@@ -218,6 +224,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
 namespace {
 bool Rejects(tfrecord::ProblemKind k) { return k == tfrecord::ProblemKind::kNotTfRecord; }
 bool Rejects(wandb::ProblemKind k) { return k == wandb::ProblemKind::kNotWandb; }
+bool Rejects(wandb::jsonl::ProblemKind) { return false; }
 }  // namespace
 
 // Reads records from the committed offset to the end and commits as it goes. The store's
@@ -269,6 +276,8 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
         Status s;
         if constexpr (std::is_same_v<Reader, wandb::FileReader>)
           s = ProcessWandbRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
+        else if constexpr (std::is_same_v<Reader, wandb::jsonl::LineReader>)
+          s = ProcessWandbLine(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
         else
           s = ProcessRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
         if (!s.ok()) return fail(s);

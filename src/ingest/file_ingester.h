@@ -16,6 +16,7 @@
 #include "decode/event.h"
 #include "decode/wandb_record.h"
 #include "decode/wandb_value.h"
+#include "ingest/discover.h"
 #include "store/store.h"
 
 namespace tw::ingest {
@@ -87,9 +88,6 @@ class RunState {
   std::vector<std::pair<std::string, std::string>> step_metrics_;
 };
 
-// Whether a file is read as a W&B transaction log (by its name: *.wandb) or as tfevents.
-bool IsWandbLog(std::string_view path);
-
 class FileIngester {
  public:
   FileIngester(store::Store& store, IngestOptions options) : store_(store), options_(options) {}
@@ -130,6 +128,9 @@ class FileIngester {
                     double value, const decode::Histogram* h, int64_t step, double wall, int vidx,
                     int64_t offset);
   Status WandbProblem(Batch& b, int64_t offset, std::string_view kind, std::string detail);
+  Status RewindIfBack(RunState& run, Batch& b, const std::vector<std::string>& names,
+                      int64_t step, double wall, int64_t offset);
+  Status ProcessWandbLine(RunState& run, Batch& b, std::string_view line, int64_t offset);
   Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                             decode::Kind kind);
 
@@ -139,6 +140,7 @@ class FileIngester {
   decode::Classified classified_; // reused across values
   decode::WandbRecord wandb_;     // reused across records
   std::string name_;              // scratch for item names
+  std::vector<std::string> names_;  // a history row's item names
 };
 
 }  // namespace tw::ingest

@@ -170,45 +170,93 @@ Status FileIngester::WandbHistory(RunState& run, Batch& b, int64_t offset) {
     }
   }
 
-  // A step below the one a key already reached, logged later, re-logs that key from there:
-  // its later points are superseded, as for tfevents.
-  std::vector<int64_t> rewound;
-  std::string rewound_detail;
-  for (const auto& it : r.items) {
-    decode::WandbItemName(r, it, &name_);
-    auto t = run.tags_.find(name_);
-    if (t == run.tags_.end() || !t->second.has_step || *step >= t->second.max_step ||
-        wall <= t->second.max_step_wall)
-      continue;
-    for (int64_t id : t->second.series)
-      if (id) rewound.push_back(id);
-    if (rewound_detail.empty())
-      rewound_detail = "key '" + name_ + "' went back from _step " +
-                       std::to_string(t->second.max_step) + " to " + std::to_string(*step);
-  }
-  if (!rewound.empty())
-    TW_RETURN_IF_ERROR(Restart(run, b, *step, wall, offset,
-                               rewound_detail + ": resumed from a checkpoint or re-logged",
-                               &rewound, true));
+  names_.resize(r.items.size());
+  for (size_t n = 0; n < r.items.size(); ++n) decode::WandbItemName(r, r.items[n], &names_[n]);
+  TW_RETURN_IF_ERROR(RewindIfBack(run, b, names_, *step, wall, offset));
 
   int vidx = 0;
   for (size_t n = 0; n < r.items.size(); ++n, ++vidx) {
     const auto& it = r.items[n];
     if (!in_typed.empty() && in_typed[n]) continue;
-    decode::WandbItemName(r, it, &name_);
-    if (name_.empty() || name_[0] == '_') continue;  // _step, _runtime, _timestamp, _wandb.*
+    const std::string& name = names_[n];
+    if (name.empty() || name[0] == '_') continue;  // _step, _runtime, _timestamp, _wandb.*
     double v;
     if (decode::ParseJsonNumber(it.value_json, &v)) {
-      TW_RETURN_IF_ERROR(WandbPoint(run, b, name_, Kind::kScalar, v, nullptr, *step, wall, vidx, offset));
+      TW_RETURN_IF_ERROR(WandbPoint(run, b, name, Kind::kScalar, v, nullptr, *step, wall, vidx, offset));
       continue;
     }
-    const std::string name = name_;
     TW_RETURN_IF_ERROR(WandbValue(run, b, name, nullptr, it.value_json, *step, wall, vidx, offset));
   }
   for (auto& [name, node] : typed)
     TW_RETURN_IF_ERROR(WandbValue(run, b, name, &node, {}, *step, wall, vidx++, offset));
 
   run.wandb_step_ = *step;
+  run.wandb_has_step_ = true;
+  run.wandb_wall_ = wall;
+  return Status::Ok();
+}
+
+// A step below the one a key already reached, logged later, re-logs that key from there: its
+// later points are superseded, as for tfevents.
+Status FileIngester::RewindIfBack(RunState& run, Batch& b, const std::vector<std::string>& names,
+                                  int64_t step, double wall, int64_t offset) {
+  std::vector<int64_t> rewound;
+  std::string detail;
+  for (const auto& name : names) {
+    auto t = run.tags_.find(name);
+    if (t == run.tags_.end() || !t->second.has_step || step >= t->second.max_step ||
+        wall <= t->second.max_step_wall)
+      continue;
+    for (int64_t id : t->second.series)
+      if (id) rewound.push_back(id);
+    if (detail.empty())
+      detail = "key '" + name + "' went back from _step " + std::to_string(t->second.max_step) +
+               " to " + std::to_string(step);
+  }
+  if (rewound.empty()) return Status::Ok();
+  return Restart(run, b, step, wall, offset, detail + ": resumed from a checkpoint or re-logged",
+                 &rewound, true);
+}
+
+// One line of wandb-history.jsonl or wandb-events.jsonl (SDKs before 0.10): a JSON object,
+// the row's keys beside _step, _runtime and _timestamp.
+Status FileIngester::ProcessWandbLine(RunState& run, Batch& b, std::string_view line,
+                                      int64_t offset) {
+  JsonNode row;
+  if (Status s = decode::ParseJson(line, &row); !s.ok() || row.type != JsonNode::Type::kObject)
+    return WandbProblem(b, offset, "bad_line",
+                        "line of " + std::to_string(line.size()) + " bytes is not a JSON object" +
+                            (s.ok() ? std::string() : ": " + s.message()));
+  const JsonNode* ts = row.Find("_timestamp");
+  const double wall = ts && ts->type == JsonNode::Type::kNumber ? ts->number : run.wandb_wall_;
+  const bool system = b.source.path.ends_with("wandb-events.jsonl");
+  if (system) {
+    // System metrics ("system.gpu.0.memory"): at the latest history step, as for .wandb.
+    const int64_t step = run.wandb_has_step_ ? run.wandb_step_ : 0;
+    int vidx = 0;
+    for (const auto& [key, value] : row.object) {
+      ++vidx;
+      if (key.starts_with("_") || value.type != JsonNode::Type::kNumber) continue;
+      const std::string name = "system/" + (key.starts_with("system.") ? key.substr(7) : key);
+      TW_RETURN_IF_ERROR(WandbPoint(run, b, name, Kind::kScalar, value.number, nullptr, step, wall,
+                                    vidx, offset));
+    }
+    return Status::Ok();
+  }
+  const JsonNode* st = row.Find("_step");
+  const int64_t step = st && st->type == JsonNode::Type::kNumber && std::isfinite(st->number)
+                           ? std::llround(st->number)
+                           : (run.wandb_has_step_ ? run.wandb_step_ + 1 : 0);
+  names_.clear();
+  for (const auto& [key, value] : row.object) names_.push_back(key);
+  TW_RETURN_IF_ERROR(RewindIfBack(run, b, names_, step, wall, offset));
+  int vidx = 0;
+  for (const auto& [key, value] : row.object) {
+    ++vidx;
+    if (key.empty() || key[0] == '_') continue;
+    TW_RETURN_IF_ERROR(WandbValue(run, b, key, &value, {}, step, wall, vidx, offset));
+  }
+  run.wandb_step_ = step;
   run.wandb_has_step_ = true;
   run.wandb_wall_ = wall;
   return Status::Ok();

@@ -134,7 +134,9 @@ Scanner::Step Scanner::Damage(ProblemKind kind, uint64_t at, uint64_t until,
   // Fragments of the damaged record that follow are skipped up to the next record's start.
   state_.resyncing = true;
   state_.resync_from = at;
-  cur_ = consumed_ = until;
+  // The block's end may not be written yet: consume no further than the bytes at hand (what
+  // follows them is read, and judged, when it comes).
+  cur_ = consumed_ = std::min(until, base_ + w_.size());
   return Step::kProblem;
 }
 
@@ -150,7 +152,10 @@ Scanner::Step Scanner::Next() {
       needs_origin_ = true;
       return NeedMore(cur_ + kChunkHeaderSize);
     }
-    if (block_end - cur_ < kChunkHeaderSize) {  // trailer padding
+    if (block_end - cur_ < kChunkHeaderSize) {
+      // Trailer padding. The writer adds it only when it starts the next record, so a file
+      // may end before it: never consume bytes that are not there.
+      if (end < block_end) return NeedMore(block_end);
       cur_ = block_end;
       if (!assembling_) consumed_ = cur_;
       continue;
@@ -295,7 +300,8 @@ Status FileReader::Open() {
 }
 
 bool FileReader::Refill(uint64_t needed) {
-  const uint64_t keep_from = scanner_.position() - buf_base_;
+  // Keep the bytes from position() on (the scanner never consumes past its window).
+  const uint64_t keep_from = std::min<uint64_t>(scanner_.position() - buf_base_, buf_len_);
   const size_t keep = buf_len_ - keep_from;
   if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
   buf_base_ += keep_from;

@@ -1,0 +1,82 @@
+#include "wandb/jsonl_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tw::wandb::jsonl {
+
+const char* ProblemKindName(ProblemKind kind) {
+  switch (kind) {
+    case ProblemKind::kLineTooLong: return "line_too_long";
+  }
+  return "unknown";
+}
+
+LineReader::LineReader(std::string path, uint64_t offset, ScanState state, size_t chunk)
+    : path_(std::move(path)), chunk_(chunk), buf_base_(offset), pos_(offset), state_(state) {}
+
+LineReader::~LineReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status LineReader::Open() {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) status_ = IoError(path_ + ": cannot open: " + std::strerror(errno));
+  return status_;
+}
+
+bool LineReader::Fill() {
+  // Keep the line in progress, drop what is consumed.
+  const size_t consumed = pos_ - buf_base_;
+  buf_.erase(0, consumed);
+  scan_ -= consumed;
+  buf_base_ = pos_;
+  const size_t old = buf_.size();
+  buf_.resize(old + chunk_);
+  ssize_t n;
+  do {
+    n = ::pread(fd_, buf_.data() + old, chunk_, static_cast<off_t>(buf_base_ + old));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    status_ = IoError(path_ + ": read failed at offset " + std::to_string(buf_base_ + old) + ": " +
+                      std::strerror(errno));
+    n = 0;
+  }
+  buf_.resize(old + static_cast<size_t>(n));
+  return n > 0;
+}
+
+LineReader::Step LineReader::Next() {
+  if (fd_ < 0 || !status_.ok()) return Step::kEnd;
+  for (;;) {
+    const size_t start = pos_ - buf_base_;
+    const size_t nl = buf_.find('\n', std::max(scan_, start));
+    if (nl != std::string::npos) {
+      const bool skipped = skipping_;
+      skipping_ = false;
+      line_offset_ = pos_;
+      line_ = std::string_view(buf_).substr(start, nl - start);
+      pos_ = buf_base_ + nl + 1;
+      scan_ = nl + 1;
+      if (!line_.empty() && line_.back() == '\r') line_.remove_suffix(1);
+      if (skipped || line_.empty()) continue;
+      return Step::kRecord;
+    }
+    scan_ = buf_.size();
+    if (!skipping_ && buf_.size() - start > kMaxLine) {
+      problem_ = {ProblemKind::kLineTooLong, pos_, 0,
+                  "line at offset " + std::to_string(pos_) + " is longer than " +
+                      std::to_string(kMaxLine >> 20) + " MiB; skipped to its end"};
+      skipping_ = true;
+      pos_ = buf_base_ + buf_.size();  // drop what there is of it
+      return Step::kProblem;
+    }
+    if (skipping_) pos_ = buf_base_ + buf_.size();
+    if (!Fill()) return Step::kEnd;
+  }
+}
+
+}  // namespace tw::wandb::jsonl
