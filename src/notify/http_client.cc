@@ -1,7 +1,6 @@
 #include "notify/http_client.h"
 
 #include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -16,14 +15,12 @@
 #include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <exception>
-#include <memory>
-#include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
+
+#include "notify/net.h"
 
 namespace tw::notify {
 namespace {
@@ -121,12 +118,6 @@ Result<RawUrl> Split(std::string_view url) {
   return u;
 }
 
-bool IsIpLiteral(const std::string& host) {
-  error_code ec;
-  asio::ip::make_address(host, ec);
-  return !ec;
-}
-
 std::string HostHeader(const Url& url) {
   std::string host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
   bool default_port =
@@ -139,63 +130,6 @@ std::string Seconds(double s) {
   std::snprintf(buf, sizeof buf, "%g", s);
   return buf;
 }
-
-struct PendingResolve {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  error_code ec;
-  std::vector<tcp::endpoint> endpoints;
-};
-
-// getaddrinfo cannot be cancelled, and asio's async_resolve waits for it even when cancelled
-// (its io_context cannot even be destroyed before). So a name is looked up on a thread of its
-// own that is abandoned at the deadline, to finish whenever the resolver gives up.
-// An empty list with no error means the deadline passed.
-Result<std::vector<tcp::endpoint>> Resolve(const std::string& host, const std::string& port,
-                                           std::chrono::steady_clock::time_point deadline) {
-  error_code ec;
-  asio::ip::address address = asio::ip::make_address(host, ec);
-  if (!ec) return std::vector<tcp::endpoint>{{address, static_cast<uint16_t>(std::stoi(port))}};
-  auto pending = std::make_shared<PendingResolve>();
-  std::thread([pending, host, port] {
-    asio::io_context ioc;
-    tcp::resolver resolver(ioc);
-    error_code ec;
-    auto results = resolver.resolve(host, port, tcp::resolver::numeric_service, ec);
-    std::lock_guard lock(pending->mu);
-    pending->ec = ec;
-    for (const auto& entry : results) pending->endpoints.push_back(entry.endpoint());
-    pending->done = true;
-    pending->cv.notify_all();
-  }).detach();
-  std::unique_lock lock(pending->mu);
-  if (!pending->cv.wait_until(lock, deadline, [&] { return pending->done; }))
-    return std::vector<tcp::endpoint>{};
-  if (pending->ec) return IoError(pending->ec.message());
-  if (pending->endpoints.empty()) return IoError("no address for the host");
-  return std::move(pending->endpoints);
-}
-
-// host_name_verification, plus a verify result that says why: without it OpenSSL reports a
-// rejected name only as "certificate verify failed".
-class VerifyHost {
- public:
-  explicit VerifyHost(std::string host) : host_(host), check_(std::move(host)) {}
-  bool operator()(bool preverified, ssl::verify_context& ctx) const {
-    bool ok = check_(preverified, ctx);
-    if (preverified && !ok) {
-      X509_STORE_CTX_set_error(ctx.native_handle(), IsIpLiteral(host_)
-                                                        ? X509_V_ERR_IP_ADDRESS_MISMATCH
-                                                        : X509_V_ERR_HOSTNAME_MISMATCH);
-    }
-    return ok;
-  }
-
- private:
-  std::string host_;
-  ssl::host_name_verification check_;
-};
 
 // One POST: the connection, the deadline that bounds every step, and what came of it.
 class Exchange {
@@ -220,7 +154,7 @@ class Exchange {
     } else {
       plain_.emplace(ioc_);
     }
-    auto endpoints = Resolve(url_.host, url_.port, deadline_);
+    auto endpoints = net::Resolve(url_.host, url_.port, deadline_);
     if (!endpoints.ok()) return Fail(endpoints.status().message());
     if (endpoints->empty()) return Fail(TimedOut());
     endpoints_ = std::move(*endpoints);
@@ -257,13 +191,8 @@ class Exchange {
     if (timed_out_) {
       status_ = Fail(TimedOut());
     } else {
-      std::string message = ec.message();
-      if (step_ == std::string_view("TLS handshake") && tls_) {
-        long verify = SSL_get_verify_result(tls_->native_handle());
-        if (verify != X509_V_OK)
-          message += std::string(": ") + X509_verify_cert_error_string(verify);
-      }
-      status_ = Fail(message);
+      const bool handshake = step_ == std::string_view("TLS handshake") && tls_;
+      status_ = Fail(handshake ? net::HandshakeError(ec, tls_->native_handle()) : ec.message());
     }
   }
 
@@ -275,25 +204,12 @@ class Exchange {
 
   Status SetUpTls() {
     tls_ctx_.emplace(ssl::context::tls_client);
-    SSL_CTX_set_min_proto_version(tls_ctx_->native_handle(), TLS1_2_VERSION);
-    tls_ctx_->set_verify_mode(ssl::verify_peer);
-    error_code ec;
-    if (!options_.ca_file.empty()) {
-      tls_ctx_->load_verify_file(options_.ca_file, ec);
-      if (ec)
-        return IoError(redacted_ + ": TLS handshake: cannot load CA file " + options_.ca_file +
-                       ": " + ec.message());
-    } else {
-      tls_ctx_->set_default_verify_paths(ec);
-      if (ec) return IoError(redacted_ + ": TLS handshake: no system trust store: " + ec.message());
+    Status s = net::SetUpClientContext(*tls_ctx_, options_.ca_file);
+    if (s.ok()) {
+      tls_.emplace(ioc_, *tls_ctx_);
+      s = net::SetUpClientStream(*tls_, url_.host);
     }
-    tls_.emplace(ioc_, *tls_ctx_);
-    tls_->set_verify_callback(VerifyHost(url_.host));
-    // SNI names a host; RFC 6066 forbids sending an address.
-    if (!IsIpLiteral(url_.host) &&
-        !SSL_set_tlsext_host_name(tls_->native_handle(), url_.host.c_str()))
-      return IoError(redacted_ + ": TLS handshake: cannot set the server name");
-    return Status::Ok();
+    return s.ok() ? s : IoError(redacted_ + ": TLS handshake: " + s.message());
   }
 
   asio::awaitable<void> Talk() {

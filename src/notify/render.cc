@@ -70,23 +70,24 @@ Json Section(std::string_view mrkdwn) {
   return b;
 }
 
-// The evidence's scalar members as "*key*\nvalue" fields (arrays and objects are left to the
-// webhook payload, which carries the evidence whole).
+// The evidence items as "*key*\nvalue" fields.
 Json EvidenceFields(const Notification& n, size_t max_fields) {
   Json fields = Json::Array();
-  auto add = [&](const std::string& k, const std::string& v) {
+  for (const auto& [k, v] : EvidenceItems(n, max_fields))
     fields.Push(Text("mrkdwn", TruncateUtf8("*" + Mrkdwn(k) + "*\n" + Mrkdwn(v), kFieldMax)));
-  };
-  size_t count = 0;
-  if (n.onset_step && count < max_fields) {
-    add("onset step", std::to_string(*n.onset_step));
-    count++;
-  }
+  return fields;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> EvidenceItems(const Notification& n, size_t max_items) {
+  std::vector<std::pair<std::string, std::string>> items;
+  if (n.onset_step && items.size() < max_items) items.emplace_back("onset step", std::to_string(*n.onset_step));
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(n.evidence, ec);
-  if (ec || !v.is_object()) return fields;
+  if (ec || !v.is_object()) return items;
   for (const auto& [key, val] : v.as_object()) {
-    if (count >= max_fields) break;
+    if (items.size() >= max_items) break;
     std::string text;
     if (val.is_string()) text = std::string(val.as_string());
     else if (val.is_double()) {
@@ -95,13 +96,10 @@ Json EvidenceFields(const Notification& n, size_t max_fields) {
       text = buf;
     } else if (val.is_int64() || val.is_uint64() || val.is_bool()) text = boost::json::serialize(val);
     else continue;
-    add(std::string(key), text);
-    count++;
+    items.emplace_back(std::string(key), text);
   }
-  return fields;
+  return items;
 }
-
-}  // namespace
 
 std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return std::string(s);

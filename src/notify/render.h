@@ -5,6 +5,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "notify/notification.h"
 
@@ -16,6 +18,11 @@ std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n);
 
 // The Slack incoming-webhook body: Block Kit blocks plus a plain `text` fallback.
 std::string SlackMessage(const Notification& n, const std::string& link);
+
+// The evidence's scalar members as (name, value) pairs, after the onset step when known; arrays
+// and objects are left to the webhook payload, which carries the evidence whole. Numbers with
+// 4 significant digits. At most `max_items`. Slack shows them as fields, email as a list.
+std::vector<std::pair<std::string, std::string>> EvidenceItems(const Notification& n, size_t max_items);
 
 // One line for the console channel.
 std::string ConsoleLine(const Notification& n);

@@ -1,11 +1,6 @@
 #include "support/http_server.h"
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
-#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,13 +14,13 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
+
+#include "support/test_cert.h"
 
 namespace tw::testing {
 namespace {
@@ -36,64 +31,6 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
-
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using KeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
-using CertPtr = std::unique_ptr<X509, Deleter<X509, X509_free>>;
-
-void Check(bool ok, const char* what) {
-  if (!ok) throw std::runtime_error(std::string("test TLS certificate: ") + what);
-}
-
-void AddExtension(X509* cert, int nid, const std::string& value) {
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str());
-  Check(ext != nullptr, "extension");
-  Check(X509_add_ext(cert, ext, -1) == 1, "add extension");
-  X509_EXTENSION_free(ext);
-}
-
-// A self-signed P-256 certificate for `san`, valid from an hour ago for a day, and a CA so
-// that it can be its own trust anchor.
-std::pair<KeyPtr, CertPtr> MakeCertificate(const std::string& san, const std::string& cn) {
-  KeyPtr key(EVP_EC_gen("P-256"));
-  Check(key != nullptr, "key");
-  CertPtr cert(X509_new());
-  Check(cert != nullptr, "X509_new");
-  X509_set_version(cert.get(), 2);  // v3
-  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), static_cast<long>(::getpid()) ^ std::rand());
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 86400);
-  Check(X509_set_pubkey(cert.get(), key.get()) == 1, "public key");
-  X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(cert.get(), name);
-  AddExtension(cert.get(), NID_basic_constraints, "critical,CA:TRUE");
-  AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature,keyCertSign");
-  AddExtension(cert.get(), NID_subject_key_identifier, "hash");
-  AddExtension(cert.get(), NID_subject_alt_name, san);
-  Check(X509_sign(cert.get(), key.get(), EVP_sha256()) > 0, "sign");
-  return {std::move(key), std::move(cert)};
-}
-
-std::string WritePem(X509* cert) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/tw-test-ca-XXXXXX";
-  int fd = ::mkstemp(path.data());
-  Check(fd >= 0, "mkstemp");
-  FILE* f = ::fdopen(fd, "w");
-  Check(f != nullptr, "fdopen");
-  bool ok = PEM_write_X509(f, cert) == 1;
-  ok = std::fclose(f) == 0 && ok;
-  Check(ok, "write PEM");
-  return path;
-}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -109,6 +46,7 @@ double SteadySeconds() {
 struct HttpServer::Impl {
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
+  std::optional<TestCertificate> cert;
   std::optional<ssl::context> tls;
   std::string ca_file;
   uint16_t port = 0;
@@ -122,11 +60,12 @@ struct HttpServer::Impl {
 
   Impl(bool use_tls, const std::string& san, const std::string& cn) {
     if (use_tls) {
-      auto [key, cert] = MakeCertificate(san, cn);
-      ca_file = WritePem(cert.get());
+      cert.emplace(san, cn);
+      ca_file = cert->cert_file();
       tls.emplace(ssl::context::tls_server);
-      Check(SSL_CTX_use_certificate(tls->native_handle(), cert.get()) == 1, "use certificate");
-      Check(SSL_CTX_use_PrivateKey(tls->native_handle(), key.get()) == 1, "use key");
+      if (SSL_CTX_use_certificate(tls->native_handle(), cert->cert()) != 1 ||
+          SSL_CTX_use_PrivateKey(tls->native_handle(), cert->key()) != 1)
+        throw std::runtime_error("test TLS server: cannot use its certificate");
     }
     tcp::endpoint local(asio::ip::make_address("127.0.0.1"), 0);
     acceptor.open(local.protocol());
@@ -140,7 +79,6 @@ struct HttpServer::Impl {
   ~Impl() {
     ioc.stop();
     if (thread.joinable()) thread.join();
-    if (!ca_file.empty()) ::unlink(ca_file.c_str());
   }
 
   asio::awaitable<void> Accept() {
