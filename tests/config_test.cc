@@ -375,6 +375,91 @@ TEST_F(Config, ASecretInAFileOthersCanReadIsRefused) {
   EXPECT_TRUE(app::LoadConfigFile(path_).ok());
 }
 
+TEST_F(Config, EmailChannelsLoadWithPortDefaultsAndSecretsFromTheEnvironment) {
+  ::setenv("TW_TEST_SMTP_PW", "smtp-SECRET", 1);
+  ::setenv("TW_TEST_SG_KEY", "SG.key-SECRET", 1);
+  Result<app::Config> c = Load(
+      "[[notify.channel]]\nname = \"mail\"\ntype = \"email\"\nsmtp_host = \"smtp.example.com\"\n"
+      "username = \"tw\"\npassword_env = \"TW_TEST_SMTP_PW\"\nfrom = \"Trainwatch <tw@example.com>\"\n"
+      "to = [\"a@example.com\", \"b@example.com\"]\nca_file = \"ca.pem\"\n"
+      "[[notify.channel]]\nname = \"smtps\"\ntype = \"email\"\nsmtp_host = \"h\"\ntls = \"tls\"\n"
+      "from = \"tw@example.com\"\nto = [\"a@example.com\"]\nsend_resolved = true\ntimeout_seconds = 5\n"
+      "[[notify.channel]]\nname = \"relay\"\ntype = \"email\"\nsmtp_host = \"127.0.0.1\"\ntls = \"none\"\n"
+      "smtp_port = 2525\nfrom = \"tw@example.com\"\nto = [\"a@example.com\"]\n"
+      "[[notify.channel]]\nname = \"sg\"\ntype = \"sendgrid\"\napi_key_env = \"TW_TEST_SG_KEY\"\n"
+      "from = \"tw@example.com\"\nto = [\"a@example.com\"]\n");
+  ::unsetenv("TW_TEST_SMTP_PW");
+  ::unsetenv("TW_TEST_SG_KEY");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->channels.size(), 4u);
+  const notify::ChannelConfig& mail = c->channels[0];
+  EXPECT_EQ(mail.smtp_host, "smtp.example.com");
+  EXPECT_EQ(mail.smtp_port, 587);
+  EXPECT_EQ(mail.tls, "starttls");
+  EXPECT_EQ(mail.username, "tw");
+  EXPECT_EQ(mail.password, "smtp-SECRET");
+  EXPECT_EQ(mail.from, "Trainwatch <tw@example.com>");
+  EXPECT_EQ(mail.to, (std::vector<std::string>{"a@example.com", "b@example.com"}));
+  EXPECT_EQ(mail.http.ca_file, (fs::path(path_).parent_path() / "ca.pem").native());
+  EXPECT_FALSE(mail.send_resolved);  // email's default
+  EXPECT_EQ(mail.min_interval_seconds, 10);
+  EXPECT_EQ(mail.http.timeout_seconds, 30);
+  EXPECT_EQ(c->channels[1].smtp_port, 465);
+  EXPECT_TRUE(c->channels[1].send_resolved);
+  EXPECT_EQ(c->channels[1].http.timeout_seconds, 5);
+  EXPECT_EQ(c->channels[2].smtp_port, 2525);
+  EXPECT_EQ(c->channels[2].tls, "none");
+  EXPECT_EQ(c->channels[3].secret, "SG.key-SECRET");
+  EXPECT_EQ(c->channels[3].url, "https://api.sendgrid.com/v3/mail/send");
+  for (const auto& ch : c->channels) EXPECT_TRUE(notify::MakeChannel(ch).ok()) << ch.name;
+}
+
+TEST_F(Config, EmailMistakesNameFileLineAndNeverThePassword) {
+  const std::string mail = "[[notify.channel]]\nname = \"m\"\ntype = \"email\"\n";
+  const std::string ok = "smtp_host = \"smtp.example.com\"\nfrom = \"tw@example.com\"\nto = [\"a@example.com\"]\n";
+  auto expect = [&](const std::string& text, const std::string& part) {
+    const std::string e = LoadError(text);
+    EXPECT_NE(e.find(path_ + ":"), std::string::npos) << e;
+    EXPECT_NE(e.find(part), std::string::npos) << e;
+    EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  };
+  expect(mail + "from = \"tw@example.com\"\nto = [\"a@example.com\"]\n", ":1: channel 'm': needs smtp_host");
+  expect(mail + "smtp_host = \"h\"\nfrom = \"tw@example.com\"\n", "needs to (at least one recipient)");
+  expect(mail + "smtp_host = \"h\"\nto = [\"a@example.com\"]\n", "needs from");
+  expect(mail + ok + "to_ = [\"x@example.com\"]\n", ":7: unknown key 'to_'");
+  expect(mail + ok + "tls = \"ssl\"\n", ":7: channel 'm': tls must be starttls, tls or none");
+  expect(mail + ok + "smtp_port = 70000\n", ":7: channel 'm': smtp_port must be in 1..65535");
+  expect(mail + ok + "smtp_port = \"587\"\n", "smtp_port must be an integer");
+  expect(mail + "smtp_host = \"h\"\nfrom = \"tw@example.com\"\nto = \"a@example.com\"\n", "must be an array of strings");
+  expect(mail + ok + "url = \"http://h/x\"\n", ":7: channel 'm': 'url' does not apply to an email channel");
+  expect(mail + "smtp_host = \"h\"\nfrom = \"not an address\"\nto = [\"a@example.com\"]\n", "from: email address");
+  expect(mail + ok + "username = \"tw\"\npassword = \"hunter2\"\npassword_env = \"X\"\n", "give only one of password");
+  expect(mail + ok + "tls = \"none\"\nusername = \"tw\"\npassword = \"hunter2\"\n", "plain text");
+  expect(mail + ok + "password = \"hunter2\"\n", "a password needs a username");
+  expect(mail + ok + "username = \"tw\"\npassword_env = \"TW_SURELY_UNSET\"\n", "TW_SURELY_UNSET (password_env) is not set");
+  expect("[[notify.channel]]\nname = \"s\"\ntype = \"slack\"\nurl = \"http://h/x\"\nsmtp_host = \"h\"\n",
+         ":5: channel 's': 'smtp_host' does not apply to a slack channel");
+  expect("[[notify.channel]]\nname = \"g\"\ntype = \"sendgrid\"\nfrom = \"tw@example.com\"\nto = [\"a@example.com\"]\n",
+         "needs api_key, api_key_env or api_key_credential");
+  expect("[[notify.channel]]\nname = \"g\"\ntype = \"sendgrid\"\napi_key = \"k\"\nsecret = \"x\"\n",
+         "'secret' does not apply to a sendgrid channel");
+}
+
+TEST_F(Config, APasswordInAFileOthersCanReadIsRefused) {
+  WriteFile(path_, "[[notify.channel]]\nname = \"m\"\ntype = \"email\"\nsmtp_host = \"h\"\n"
+                   "from = \"tw@example.com\"\nto = [\"a@example.com\"]\nusername = \"tw\"\npassword = \"hunter2\"\n");
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  Result<app::Config> c = app::LoadConfigFile(path_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("readable by group or others (mode 0640)"), std::string::npos)
+      << c.status().message();
+  EXPECT_EQ(c.status().message().find("hunter2"), std::string::npos);
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write);
+  Result<app::Config> loaded = app::LoadConfigFile(path_);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->channels.at(0).password, "hunter2");
+}
+
 TEST_F(Config, TheDocumentedExampleParses) {
   const std::string example = ExampleConfigPath();
   ASSERT_TRUE(fs::exists(example)) << example;

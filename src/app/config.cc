@@ -6,8 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <toml++/toml.h>
+
+#include "notify/email_channel.h"
 
 namespace tw::app {
 
@@ -186,6 +189,49 @@ Status GetSecret(const std::string& path, const std::string& where, const Sectio
   return Status::Ok();
 }
 
+// The [[notify.channel]] keys that belong to some types of channel only.
+const std::map<std::string, std::set<std::string>>& TypedChannelKeys() {
+  static const std::set<std::string> kHttp = {"slack", "webhook", "console"};
+  static const std::set<std::string> kEmail = {"email"};
+  static const std::set<std::string> kBoth = {"email", "sendgrid"};
+  static const std::map<std::string, std::set<std::string>> kKeys = {
+      {"url", {"slack", "webhook", "console", "sendgrid"}},
+      {"url_env", {"slack", "webhook", "console", "sendgrid"}},
+      {"url_credential", {"slack", "webhook", "console", "sendgrid"}},
+      {"secret", kHttp}, {"secret_env", kHttp}, {"secret_credential", kHttp},
+      {"smtp_host", kEmail}, {"smtp_port", kEmail}, {"tls", kEmail}, {"username", kEmail},
+      {"password", kEmail}, {"password_env", kEmail}, {"password_credential", kEmail},
+      {"from", kBoth}, {"to", kBoth},
+      {"api_key", {"sendgrid"}}, {"api_key_env", {"sendgrid"}}, {"api_key_credential", {"sendgrid"}},
+  };
+  return kKeys;
+}
+
+// An email or sendgrid channel's own keys; CheckEmailChannel judges the whole afterwards.
+Status LoadEmailKeys(const std::string& path, const std::string& label, const Section& cs,
+                     notify::ChannelConfig* ch, bool* literal_secret) {
+  TW_RETURN_IF_ERROR(cs.Get("from", "a string (an email address)", &ch->from));
+  TW_RETURN_IF_ERROR(cs.GetStrings("to", &ch->to));
+  if (ch->type == "sendgrid") {
+    bool url_literal = false;  // SendGrid's endpoint is no secret (the key is in a header)
+    TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "url", &ch->url, &url_literal));
+    return GetSecret(path, label, cs, "api_key", &ch->secret, literal_secret);
+  }
+  TW_RETURN_IF_ERROR(cs.Get("smtp_host", "a string (a host name or address)", &ch->smtp_host));
+  TW_RETURN_IF_ERROR(cs.Get("tls", "a string (starttls, tls or none)", &ch->tls));
+  if (notify::DefaultSmtpPort(ch->tls) == 0)
+    return InvalidArgument(Where(path, cs.node("tls")->source()) + "channel '" + ch->name + "'" +
+                           ": tls must be starttls, tls or none");
+  int64_t port = notify::DefaultSmtpPort(ch->tls);
+  TW_RETURN_IF_ERROR(cs.Get("smtp_port", "an integer (a TCP port)", &port));
+  if (port < 1 || port > 65535)
+    return InvalidArgument(Where(path, cs.node("smtp_port")->source()) + "channel '" + ch->name + "'" +
+                           ": smtp_port must be in 1..65535");
+  ch->smtp_port = static_cast<int>(port);
+  TW_RETURN_IF_ERROR(cs.Get("username", "a string", &ch->username));
+  return GetSecret(path, label, cs, "password", &ch->password, literal_secret);
+}
+
 // [notify]: max_age_hours. [[notify.channel]]: one table per channel (docs/notifications.md).
 Status LoadNotifySection(const std::string& path, const fs::path& base, const toml::table& root, Config* c) {
   const toml::node* n = root.get("notify");
@@ -211,24 +257,40 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     const toml::table& ct = *e.as_table();
     const std::string where = Where(path, e.source()).substr(path.size() + 2);
     Section cs(path, "notify.channel", ct);
-    TW_RETURN_IF_ERROR(cs.CheckKeys({"name", "type", "url", "url_env", "url_credential", "secret", "secret_env",
-                                     "secret_credential", "min_severity", "rules", "runs", "send_resolved",
-                                     "min_interval_seconds", "link", "timeout_seconds", "ca_file"}));
+    std::set<std::string> known = {"name", "type", "min_severity", "rules", "runs", "send_resolved",
+                                   "min_interval_seconds", "link", "timeout_seconds", "ca_file"};
+    for (const auto& [key, types] : TypedChannelKeys()) known.insert(key);
+    TW_RETURN_IF_ERROR(cs.CheckKeys(known));
     std::string name, type;
     TW_RETURN_IF_ERROR(cs.Get("name", "a string", &name));
-    TW_RETURN_IF_ERROR(cs.Get("type", "a string (slack, webhook or console)", &type));
+    TW_RETURN_IF_ERROR(cs.Get("type", "a string (slack, webhook, email, sendgrid or console)", &type));
     if (name.empty()) return InvalidArgument(Where(path, e.source()) + "[[notify.channel]] needs a name");
     if (!names.insert(name).second)
       return InvalidArgument(Where(path, e.source()) + "two channels are named '" + name + "'");
-    if (type != "slack" && type != "webhook" && type != "console")
-      return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': type must be slack, webhook or console");
+    if (type != "slack" && type != "webhook" && type != "email" && type != "sendgrid" && type != "console")
+      return InvalidArgument(Where(path, e.source()) + "channel '" + name +
+                             "': type must be slack, webhook, email, sendgrid or console");
+    // A key of another type's channel is a mistake (smtp_host on a Slack channel, url on an
+    // email one), refused like a typo rather than ignored.
+    for (const auto& [k, v] : ct) {
+      auto typed = TypedChannelKeys().find(std::string(k.str()));
+      if (typed != TypedChannelKeys().end() && !typed->second.count(type))
+        return InvalidArgument(Where(path, k.source()) + "channel '" + name + "': '" + std::string(k.str()) +
+                               "' does not apply to " + (type == "email" ? "an " : "a ") + type + " channel");
+    }
     notify::ChannelConfig ch = notify::ChannelConfig::Defaults(name, type);
     const std::string label = "channel '" + name + "' (line " + std::to_string(e.source().begin.line) + ")";
-    TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "url", &ch.url, &literal_secret));
-    TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "secret", &ch.secret, &literal_secret));
-    if (type != "console" && ch.url.empty())
+    if (type == "email" || type == "sendgrid") {
+      TW_RETURN_IF_ERROR(LoadEmailKeys(path, label, cs, &ch, &literal_secret));
+      if (Status st = notify::CheckEmailChannel(ch); !st.ok())
+        return InvalidArgument(Where(path, e.source()) + st.message());
+    } else {
+      TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "url", &ch.url, &literal_secret));
+      TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "secret", &ch.secret, &literal_secret));
+    }
+    if ((type == "slack" || type == "webhook") && ch.url.empty())
       return InvalidArgument(Where(path, e.source()) + "channel '" + name + "' needs url, url_env or url_credential");
-    if (type != "console")
+    if (type == "slack" || type == "webhook")
       if (Result<notify::Url> u = notify::ParseUrl(ch.url); !u.ok())
         return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': " + u.status().message());
     std::string sev = "warning";
@@ -256,8 +318,9 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-      return InvalidArgument(path + ": holds a channel url or secret but is readable by group or others (mode " +
-                             mode + "); chmod 600 it, or use url_env / url_credential");
+      return InvalidArgument(path + ": holds a channel url, secret, password or API key but is readable by "
+                             "group or others (mode " + mode + "); chmod 600 it, or use the _env / _credential "
+                             "keys (url_env, password_credential, ...)");
     }
   }
   return Status::Ok();

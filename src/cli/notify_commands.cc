@@ -9,7 +9,6 @@
 #include "cli/flags.h"
 #include "cli/format.h"
 #include "notify/channel.h"
-#include "notify/http_client.h"
 #include "store/store.h"
 
 namespace tw::cli {
@@ -90,7 +89,8 @@ int NotifyTest(const Args& args) {
     const char* verdict = r.kind == notify::SendResult::Kind::kSent        ? "accepted"
                           : r.kind == notify::SendResult::Kind::kRetry     ? "failed (would retry)"
                                                                            : "refused (permanent)";
-    std::cout << c.name << " (" << c.type << (c.url.empty() ? "" : ", " + notify::RedactUrl(c.url))
+    const std::string where = notify::Destination(c);
+    std::cout << c.name << " (" << c.type << (where.empty() ? "" : ", " + where)
               << "): " << verdict << ": " << r.detail << "\n";
     if (r.kind != notify::SendResult::Kind::kSent) failures++;
   }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "notify/email_channel.h"
 #include "notify/render.h"
 
 namespace tw::notify {
@@ -15,8 +16,11 @@ ChannelConfig ChannelConfig::Defaults(const std::string& name, const std::string
   ChannelConfig c;
   c.name = name;
   c.type = type;
-  c.send_resolved = type != "slack";
-  c.min_interval_seconds = type == "slack" ? 1.0 : 0.0;
+  const bool email = type == "email" || type == "sendgrid";
+  c.send_resolved = type != "slack" && !email;
+  c.min_interval_seconds = type == "slack" ? 1.0 : email ? 10.0 : 0.0;
+  if (type == "email") c.http.timeout_seconds = 30;
+  if (type == "sendgrid") c.url = kSendGridUrl;
   return c;
 }
 
@@ -134,14 +138,27 @@ class WebhookChannel : public Channel {
 
 Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c) {
   if (c.type == "console") return std::unique_ptr<Channel>(new ConsoleChannel(c));
+  if (c.type == "email") return MakeEmailChannel(c);
+  if (c.type == "sendgrid") return MakeSendGridChannel(c);
   if (c.type != "slack" && c.type != "webhook")
     return InvalidArgument("channel '" + c.name + "': unknown type '" + c.type +
-                           "' (expected slack, webhook or console)");
+                           "' (expected slack, webhook, email, sendgrid or console)");
   if (c.url.empty()) return InvalidArgument("channel '" + c.name + "': no url");
   Result<Url> url = ParseUrl(c.url);
   if (!url.ok()) return InvalidArgument("channel '" + c.name + "': " + url.status().message());
   if (c.type == "slack") return std::unique_ptr<Channel>(new SlackChannel(c, *url));
   return std::unique_ptr<Channel>(new WebhookChannel(c, *url));
+}
+
+std::string Destination(const ChannelConfig& c) {
+  if (c.type == "email") {
+    SmtpServer s;
+    s.host = c.smtp_host;
+    s.port = c.smtp_port ? static_cast<uint16_t>(c.smtp_port) : DefaultSmtpPort(c.tls);
+    s.security = c.tls == "tls" ? SmtpSecurity::kTls : SmtpSecurity::kStartTls;
+    return SmtpLabel(s);
+  }
+  return c.url.empty() ? "" : RedactUrl(c.url);
 }
 
 }  // namespace tw::notify

@@ -15,9 +15,17 @@ namespace tw::notify {
 
 struct ChannelConfig {
   std::string name;
-  std::string type;    // slack, webhook, console
-  std::string url;     // slack, webhook (a secret: never logged whole)
-  std::string secret;  // webhook signing secret (Standard Webhooks); "" = unsigned
+  std::string type;    // slack, webhook, email, sendgrid, console
+  std::string url;     // slack, webhook (a secret: never logged whole); sendgrid's API endpoint
+  std::string secret;  // webhook signing secret (Standard Webhooks; "" = unsigned); sendgrid API key
+  // Email: the SMTP server (email), the sender and recipients (email, sendgrid).
+  std::string smtp_host;
+  int smtp_port = 0;             // 0: the tls setting's port (587, 465 or 25)
+  std::string tls = "starttls";  // starttls, tls (implicit, port 465) or none
+  std::string username;          // "" = no AUTH
+  std::string password;          // a secret
+  std::string from;              // "alerts@example.com" or "Name <alerts@example.com>"
+  std::vector<std::string> to;
   // Routing.
   diagnose::Severity min_severity = diagnose::Severity::kWarning;
   std::vector<std::string> rules;     // rule ids; empty = all
@@ -26,10 +34,12 @@ struct ChannelConfig {
   // Delivery.
   double min_interval_seconds = 1.0;  // rate limit: at most one message per this
   std::string link_template;          // see ExpandLinkTemplate
-  HttpOptions http;
+  HttpOptions http;  // email uses its timeout (whole SMTP session) and ca_file too
 
-  // The defaults per type: resolved messages on for webhooks and the console, off for Slack;
-  // Slack at about one message per second (its documented limit), the others unlimited.
+  // The defaults per type: resolved messages on for webhooks and the console, off for Slack
+  // and email; Slack at about one message per second (its documented limit), email at one per
+  // 10 s (an inbox is not a chat), the others unlimited. SMTP gets 30 s: servers may check a
+  // message at length before they answer its end. sendgrid's url is SendGrid's API.
   static ChannelConfig Defaults(const std::string& name, const std::string& type);
   bool operator==(const ChannelConfig&) const = default;
 };
@@ -40,7 +50,7 @@ bool Routes(const ChannelConfig& c, const Notification& n);
 struct SendResult {
   enum class Kind { kSent, kRetry, kPermanent };
   Kind kind = Kind::kRetry;
-  int http_status = 0;        // 0: no HTTP answer
+  int http_status = 0;        // the HTTP status, or an SMTP reply's code; 0: no answer
   double retry_after = -1;    // seconds the receiver asked us to wait; -1: not said
   std::string detail;         // what happened, for logs and `trainwatch status` (no secrets)
 };
@@ -58,6 +68,9 @@ class Channel {
 };
 
 Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c);
+
+// Where a channel sends, for people: a redacted URL, "smtp://host:port", or "" (console).
+std::string Destination(const ChannelConfig& c);
 
 // Judging answers (exposed for tests). Retry-After is seconds or an HTTP date.
 SendResult JudgeSlack(const Result<HttpResponse>& r, double now);

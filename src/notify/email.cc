@@ -1,0 +1,325 @@
+#include "notify/email.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+
+#include "notify/render.h"
+
+namespace tw::notify {
+
+namespace {
+
+constexpr const char* kHex = "0123456789ABCDEF";
+constexpr size_t kSubjectMax = 200;       // bytes, before encoding
+constexpr size_t kEvidenceMax = 40;       // items listed
+constexpr size_t kEncodedChunk = 45;      // bytes per encoded word: 60 base64 chars, 72 in all
+
+std::string Trim(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\t'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// A header value must stay on its line: CR or LF in a run name would otherwise start a header
+// of its own (or the body).
+std::string OneLine(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return out;
+}
+
+bool PrintableAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+}
+
+std::string Base64(std::string_view s) {
+  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(s.data()),
+                                static_cast<int>(s.size()));
+  out.resize(static_cast<size_t>(std::max(n, 0)));
+  return out;
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool AddressChar(char c) {
+  // atext (RFC 5322 3.2.3) and '.', which covers dot-atom local parts and domain names.
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-/=?^_`{|}~.").find(c) != std::string_view::npos;
+}
+
+// A display name as a phrase: atoms as they are, other ASCII quoted, anything else encoded.
+std::string DisplayName(const std::string& name) {
+  if (!PrintableAscii(name)) return EncodeHeaderText(name);
+  if (std::all_of(name.begin(), name.end(), [](char c) { return c == ' ' || (AddressChar(c) && c != '.'); }))
+    return name;
+  std::string q = "\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string FormatMailbox(const Mailbox& m) {
+  return m.name.empty() ? m.address : DisplayName(m.name) + " <" + m.address + ">";
+}
+
+// 64-bit FNV-1a: a boundary that is the same for the same message, not a secret.
+std::string Fingerprint(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// Multi-line finding texts as HTML: escaped, line breaks kept.
+std::string HtmlText(std::string_view s) {
+  std::string out;
+  for (char c : HtmlEscape(s)) {
+    if (c == '\n') out += "<br>\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string Title(const Notification& n) { return n.title.empty() ? n.rule : n.title; }
+
+std::string Headline(const Notification& n) {
+  return n.event == "finding.resolved" ? "RESOLVED" : Upper(n.severity.empty() ? "warning" : n.severity);
+}
+
+const char* Colour(const Notification& n) {
+  if (n.event == "finding.resolved") return "#2e7d32";
+  if (n.severity == "critical") return "#c62828";
+  if (n.severity == "warning") return "#ef6c00";
+  return "#1565c0";
+}
+
+std::string PlainText(const Notification& n, const std::string& link) {
+  const bool resolved = n.event == "finding.resolved";
+  std::string t = Headline(n) + " · " + Title(n) + "\n";
+  t += "Run: " + n.run + "\n";
+  if (!n.series.empty()) t += "Series: " + n.series + "\n";
+  t += "\n" + std::string(resolved ? "The condition no longer holds. It was: " : "") + n.message + "\n";
+  if (!resolved) {
+    const auto items = EvidenceItems(n, kEvidenceMax);
+    if (!items.empty()) {
+      t += "\nEvidence\n";
+      for (const auto& [k, v] : items) t += "  " + k + ": " + v + "\n";
+    }
+    if (!n.sparkline.empty()) t += "\nRecent curve\n  " + n.sparkline + "\n";
+    if (!n.cause.empty()) t += "\nLikely cause\n" + n.cause + "\n";
+    if (!n.fix.empty()) t += "\nWhat to do\n" + n.fix + "\n";
+  }
+  if (!link.empty()) t += "\nOpen the run: " + link + "\n";
+  t += "\n-- \ntrainwatch · rule " + n.rule + " · " + n.event + "\n";
+  return t;
+}
+
+std::string Html(const Notification& n, const std::string& link, const std::string& subject) {
+  const bool resolved = n.event == "finding.resolved";
+  std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(subject) +
+                  "</title></head>\n<body style=\"font-family: sans-serif; line-height: 1.4\">\n";
+  h += "<h2 style=\"color: " + std::string(Colour(n)) + "\">" + HtmlEscape(Headline(n)) + " · " +
+       HtmlEscape(Title(n)) + "</h2>\n";
+  h += "<p><b>Run</b> <code>" + HtmlEscape(n.run) + "</code>";
+  if (!n.series.empty()) h += " &nbsp; <b>Series</b> <code>" + HtmlEscape(n.series) + "</code>";
+  h += "</p>\n<p>" + std::string(resolved ? "The condition no longer holds. It was: " : "") +
+       HtmlText(n.message) + "</p>\n";
+  if (!resolved) {
+    const auto items = EvidenceItems(n, kEvidenceMax);
+    if (!items.empty()) {
+      h += "<h3>Evidence</h3>\n<table cellpadding=\"3\">\n";
+      for (const auto& [k, v] : items)
+        h += "<tr><th align=\"left\">" + HtmlEscape(k) + "</th><td>" + HtmlEscape(v) + "</td></tr>\n";
+      h += "</table>\n";
+    }
+    if (!n.sparkline.empty())
+      h += "<h3>Recent curve</h3>\n<pre style=\"font-size: 150%\">" + HtmlEscape(n.sparkline) + "</pre>\n";
+    if (!n.cause.empty()) h += "<h3>Likely cause</h3>\n<p>" + HtmlText(n.cause) + "</p>\n";
+    if (!n.fix.empty()) h += "<h3>What to do</h3>\n<p>" + HtmlText(n.fix) + "</p>\n";
+  }
+  // Only web links: a template is configuration, but a javascript: URL is never wanted.
+  if (link.starts_with("http://") || link.starts_with("https://"))
+    h += "<p><a href=\"" + HtmlEscape(link) + "\">Open the run</a></p>\n";
+  h += "<p style=\"color: #777; font-size: 90%\">trainwatch · rule <code>" + HtmlEscape(n.rule) +
+       "</code> · " + HtmlEscape(n.event) + "</p>\n</body></html>\n";
+  return h;
+}
+
+}  // namespace
+
+Result<Mailbox> ParseMailbox(std::string_view text) {
+  Mailbox m;
+  std::string addr;
+  const size_t lt = text.find('<');
+  if (lt != std::string_view::npos) {
+    const std::string rest = Trim(text.substr(lt + 1));
+    if (rest.empty() || rest.back() != '>' || rest.find('>') != rest.size() - 1)
+      return InvalidArgument("email address \"" + OneLine(text) + "\": '<' without a closing '>' at the end");
+    addr = rest.substr(0, rest.size() - 1);
+    m.name = Trim(text.substr(0, lt));
+    if (m.name.size() >= 2 && m.name.front() == '"' && m.name.back() == '"')
+      m.name = m.name.substr(1, m.name.size() - 2);
+    if (!std::all_of(m.name.begin(), m.name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; }))
+      return InvalidArgument("email address \"" + OneLine(text) + "\": the name has a control character");
+  } else {
+    addr = Trim(text);
+  }
+  const size_t at = addr.find('@');
+  const bool ok = at != std::string::npos && at > 0 && at + 1 < addr.size() &&
+                  addr.find('@', at + 1) == std::string::npos &&
+                  std::all_of(addr.begin(), addr.end(), [](char c) { return c == '@' || AddressChar(c); });
+  if (!ok)
+    return InvalidArgument("email address \"" + OneLine(text) +
+                           "\" is not local@domain (ASCII, no spaces, quotes or brackets)");
+  m.address = addr;
+  return m;
+}
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string EncodeHeaderText(std::string_view raw) {
+  const std::string s = OneLine(raw);
+  // "=?" in plain text could be read as the start of an encoded word: encode that too.
+  if (PrintableAscii(s) && s.find("=?") == std::string::npos) return s;
+  std::string out;
+  for (size_t pos = 0; pos < s.size();) {
+    size_t len = std::min(kEncodedChunk, s.size() - pos);
+    // Never split a UTF-8 character between two words (RFC 2047 6.3 asks for whole ones).
+    while (pos + len < s.size() && len > 1 && (static_cast<unsigned char>(s[pos + len]) & 0xC0) == 0x80) len--;
+    if (!out.empty()) out += "\r\n ";  // folding between words; decoders drop it
+    out += "=?UTF-8?B?" + Base64(std::string_view(s).substr(pos, len)) + "?=";
+    pos += len;
+  }
+  return out;
+}
+
+std::string QuotedPrintable(std::string_view text) {
+  std::string out;
+  size_t col = 0;
+  const auto line_end_at = [&](size_t i) {
+    return i >= text.size() || text[i] == '\n' || (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n');
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    if (c == '\n') {
+      out += "\r\n";
+      col = 0;
+      continue;
+    }
+    // Trailing white space is encoded: transports may strip it (RFC 2045 6.7 rule 3).
+    const bool literal = (c >= 33 && c <= 126 && c != '=') || ((c == ' ' || c == '\t') && !line_end_at(i + 1));
+    const size_t width = literal ? 1 : 3;
+    if (col + width > 75) {  // a soft break keeps every line at 76 bytes at most
+      out += "=\r\n";
+      col = 0;
+    }
+    if (literal) {
+      out += static_cast<char>(c);
+    } else {
+      out += '=';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+    col += width;
+  }
+  return out;
+}
+
+std::string RfcDate(double unix_seconds) {
+  static const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[48];
+  // Names spelt out here: strftime's %a and %b follow the locale, and RFC 5322 wants English.
+  std::snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d +0000", kDays[tm.tm_wday % 7], tm.tm_mday,
+                kMonths[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+std::string MessageIdFor(std::string_view key, std::string_view from_address) {
+  std::string left;
+  for (unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '_') {
+      left += static_cast<char>(c);
+    } else {  // '=' is atext; dots, spaces and the rest would need quoting
+      left += '=';
+      left += kHex[c >> 4];
+      left += kHex[c & 15];
+    }
+  }
+  const size_t at = from_address.rfind('@');
+  const std::string_view domain = at == std::string_view::npos ? "trainwatch.invalid" : from_address.substr(at + 1);
+  return "<" + left + "@" + std::string(domain) + ">";
+}
+
+EmailContent RenderEmail(const Notification& n, const std::string& link) {
+  EmailContent c;
+  c.subject = TruncateUtf8(OneLine("[trainwatch] " + Headline(n) + " " + Title(n) + " on " + n.run), kSubjectMax);
+  c.text = PlainText(n, link);
+  c.html = Html(n, link, c.subject);
+  return c;
+}
+
+std::string BuildEmail(const Mailbox& from, const std::vector<Mailbox>& to, const EmailContent& content,
+                       std::string_view key, double now) {
+  // Quoted-printable never writes "=_" ('=' itself becomes "=3D"), so no body line can be
+  // taken for this boundary.
+  const std::string boundary = "=_trainwatch_" + Fingerprint(key);
+  std::string m;
+  m += "From: " + FormatMailbox(from) + "\r\n";
+  m += "To: ";
+  for (size_t i = 0; i < to.size(); ++i) m += (i ? ",\r\n " : "") + FormatMailbox(to[i]);
+  m += "\r\n";
+  m += "Subject: " + EncodeHeaderText(content.subject) + "\r\n";
+  m += "Date: " + RfcDate(now) + "\r\n";
+  m += "Message-ID: " + MessageIdFor(key, from.address) + "\r\n";
+  m += "Auto-Submitted: auto-generated\r\n";  // RFC 3834: no vacation replies to alerts
+  m += "MIME-Version: 1.0\r\n";
+  m += "Content-Type: multipart/alternative; boundary=\"" + boundary + "\"\r\n";
+  m += "\r\nThis is a message in MIME format: a plain-text and an HTML version.\r\n";
+  const auto part = [&](const char* type, const std::string& body) {
+    m += "\r\n--" + boundary + "\r\n";
+    m += std::string("Content-Type: ") + type + "; charset=utf-8\r\n";
+    m += "Content-Transfer-Encoding: quoted-printable\r\n\r\n";
+    m += QuotedPrintable(body);
+    if (!m.ends_with("\r\n")) m += "\r\n";
+  };
+  part("text/plain", content.text);
+  part("text/html", content.html);
+  m += "\r\n--" + boundary + "--\r\n";  // the CRLF before a delimiter belongs to it
+  return m;
+}
+
+}  // namespace tw::notify
