@@ -20,13 +20,14 @@
 -- on this host but writes nothing (hung); its LR schedule was still decaying, well above its
 -- end, when it stopped;
 -- or it stopped short of a planned end in its hyperparameters. A logged clean end (SessionLog
--- STOP, the HF Trainer's end-of-training summary) rules it out. The writer's wall clock is
+-- STOP, the HF Trainer's end-of-training summary, a W&B exit record with code 0) rules it out. The writer's wall clock is
 -- compared with this machine's: a skewed clock is misjudged.
 WITH main AS MATERIALIZED (
   SELECT rr.run_id, rr.series_id, rr.tag, rr.source_run_id, r.name AS run
   FROM run_roles rr JOIN runs r ON r.run_id = rr.run_id
   WHERE rr.role = 'train_loss'
     AND NOT EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = rr.source_run_id AND e.kind = 'stop')
+    AND NOT EXISTS (SELECT 1 FROM runs x WHERE x.run_id = rr.source_run_id AND x.exit_code = 0)
     AND NOT EXISTS (SELECT 1 FROM series s WHERE s.run_id = rr.source_run_id AND s.tag = 'train/train_runtime')
 ), recent AS MATERIALIZED (
   SELECT m.*,
