@@ -2,6 +2,10 @@
 // halves (file_ingester.cc, wandb_records.cc). Internal to src/ingest.
 #pragma once
 
+#include <optional>
+#include <string>
+#include <unordered_map>
+
 #include "ingest/file_ingester.h"
 
 namespace tw::ingest {
@@ -13,6 +17,9 @@ class FileIngester::Batch {
   Totals totals;
   store::RunCounters counters;
   int64_t points_since_commit = 0;
+  // W&B's core writes a summary record after every history row: only each key's last value
+  // of a batch is written, at the commit (nullopt: removed).
+  std::unordered_map<std::string, std::optional<std::string>> summary;
 };
 
 }  // namespace tw::ingest

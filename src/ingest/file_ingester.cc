@@ -264,6 +264,11 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
     TW_RETURN_IF_ERROR(store_.UpdateSource(b.source));
     if (b.counters.any()) TW_RETURN_IF_ERROR(store_.AddRunCounters(run.run_id(), b.counters));
     b.counters = {};
+    for (const auto& [key, value] : b.summary) {
+      const std::optional<std::string_view> v = value ? std::optional<std::string_view>(*value) : std::nullopt;
+      TW_RETURN_IF_ERROR(store_.SetRunValue(store::RunValues::kSummary, run.run_id(), key, v));
+    }
+    b.summary.clear();
     TW_RETURN_IF_ERROR(store_.Commit());
     b.points_since_commit = 0;
     if (progress) progress(b.source.committed_offset - start_offset);

@@ -389,6 +389,10 @@ Status FileIngester::WandbRunValues(RunState& run, Batch& b, store::RunValues ta
   for (const auto& it : r.items) {
     decode::WandbItemName(r, it, &name_);
     if (name_.empty()) continue;
+    if (table == store::RunValues::kSummary) {
+      b.summary[name_] = it.removed ? std::nullopt : std::optional<std::string>(it.value_json);
+      continue;
+    }
     if (it.removed) {
       TW_RETURN_IF_ERROR(store_.SetRunValue(table, run.run_id(), name_, std::nullopt));
       continue;
