@@ -125,9 +125,28 @@ TEST_F(CliOnCorpus, BadSqlIsReportedNotCrashed) {
 TEST_F(CliOnCorpus, RunsListsTagsPointsAndLastStep) {
   std::string out;
   ASSERT_EQ(RunCommand(Cli() + " runs --db " + Q(db_) + " --format csv", &out), 0) << out;
-  EXPECT_NE(out.find("runs/my_first_experiment,Metrics/Accuracy Metrics/Loss,200,99,"),
+  EXPECT_NE(out.find("runs/my_first_experiment,tensorboard,Metrics/Accuracy Metrics/Loss,200,99,"),
             std::string::npos)
       << out;
+}
+
+TEST_F(CliOnCorpus, RunsShowsAWandbRunsFormatExitCodeAndCountsItsSystemMetrics) {
+  TempDir dir;
+  const std::string db = dir / "w.db";
+  std::string out;
+  ASSERT_EQ(RunCommand(Cli() + " ingest --db " + Q(db) + " " +
+                           Q(corpus_ + "/wandb-core-0.21/0Chris5R__StanfordCS336-Own-Transformer/wandb/"
+                                       "run-20260119_214939-8atu6kfy"),
+                       &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCommand(Cli() + " runs --db " + Q(db) + " --format csv", &out), 0) << out;
+  // The run is the directory ".", its system metrics summed up, exit code 0 last.
+  EXPECT_NE(out.find(".,wandb,grad_norm lr train/loss val/loss val/perplexity weight_norm (+32 system/*),"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(",19990,"), std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.rfind(',') + 1, 1), "0") << out;
 }
 
 TEST_F(CliOnCorpus, SecondIngestReadsNothingNewAndSucceeds) {

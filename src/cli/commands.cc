@@ -48,7 +48,8 @@ options:
 
 constexpr const char* kRunsHelp = R"(usage: trainwatch runs --db FILE [--format table|csv|json]
 
-Lists runs with their tags, scalar point counts, last step and last wall time.
+Lists runs with their format (tensorboard, wandb), tags (W&B system metrics counted, not
+listed), scalar point counts, last step, last wall time and exit code (W&B runs).
 )";
 
 bool IsTty() { return ::isatty(STDERR_FILENO) == 1; }
@@ -207,10 +208,14 @@ int CmdRuns(const Args& args) {
   if (auto s = f.Get("format"); s && !ParseFormat(*s, &format))
     return Usage(kRunsHelp, "unknown --format '" + *s + "' (table, csv or json)");
   return RunQuery(*f.Get("db"),
-                  "SELECT r.run, (SELECT group_concat(tag, ' ') FROM (SELECT DISTINCT tag FROM series "
-                  "s WHERE s.run_id = r.run_id ORDER BY tag)) AS tags, r.scalar_points AS points, "
-                  "r.last_step, datetime(r.last_wall_time, 'unixepoch') AS last_wall_time "
-                  "FROM run_summary r ORDER BY r.root, r.run",
+                  "SELECT r.run, x.format, "
+                  "(SELECT group_concat(tag, ' ') FROM (SELECT DISTINCT tag FROM series s "
+                  "WHERE s.run_id = r.run_id AND s.tag NOT LIKE 'system/%' ORDER BY tag)) || "
+                  "COALESCE((SELECT ' (+' || count(DISTINCT tag) || ' system/*)' FROM series s "
+                  "WHERE s.run_id = r.run_id AND s.tag LIKE 'system/%' HAVING count(*) > 0), '') AS tags, "
+                  "r.scalar_points AS points, r.last_step, "
+                  "datetime(r.last_wall_time, 'unixepoch') AS last_wall_time, x.exit_code "
+                  "FROM run_summary r JOIN runs x USING (run_id) ORDER BY r.root, r.run",
                   format);
 }
 
