@@ -95,8 +95,8 @@ class Parser {
       Space();
       if (p_ >= s_.size() || s_[p_] != ':') return Fail("':' expected");
       ++p_;
-      out->object.emplace_back(std::move(key), JsonNode{});
-      if (!Value(&out->object.back().second, depth + 1)) return false;
+      out->object.push_back({std::move(key), JsonNode{}});
+      if (!Value(&out->object.back().value, depth + 1)) return false;
       Space();
       if (p_ < s_.size() && s_[p_] == ',') {
         ++p_;

@@ -20,15 +20,25 @@ namespace tw::decode {
 // boolean (1 or 0). False for anything else: strings, null, arrays, objects.
 bool ParseJsonNumber(std::string_view json, double* out);
 
+struct JsonMember;
+
 struct JsonNode {
   enum class Type : uint8_t { kNull, kBool, kNumber, kString, kArray, kObject };
   Type type = Type::kNull;
   double number = 0;  // kNumber, kBool (1 or 0)
   std::string text;   // kString, unescaped
   std::vector<JsonNode> array;
-  std::vector<std::pair<std::string, JsonNode>> object;  // in document order
+  // In document order. (A struct, not std::pair<std::string, JsonNode>: with JsonNode still
+  // incomplete, std::pair's constructor constraints do not compile with clang and
+  // libstdc++, which left tw_core, and so the fuzz targets, unbuildable with clang.)
+  std::vector<JsonMember> object;
 
   const JsonNode* Find(std::string_view key) const;  // an object's member, or nullptr
+};
+
+struct JsonMember {
+  std::string key;
+  JsonNode value;
 };
 
 // Parses one JSON document, NaN/Infinity allowed, nested at most 64 deep. The error says

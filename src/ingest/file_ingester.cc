@@ -90,6 +90,41 @@ Status RunState::Load() {
     }
     wandb_has_step_ = true;
   }
+  // After a resume that went back (a 'restart' event), rows count up again from its step: the
+  // latest row is the highest live step logged since, not the highest of all, which keys not
+  // logged again since the resume keep from before it. (Taking that one put the system
+  // metrics read after a reload at a stale step, where one read of the whole file put them
+  // at the row they follow.)
+  Result<store::Stmt> last = store_.db().Prepare(
+      "SELECT e.source_id, e.offset, e.step, e.wall_time FROM run_events e JOIN sources s "
+      "USING (source_id) WHERE e.run_id = ?1 AND e.kind = 'restart' AND e.step IS NOT NULL "
+      "AND s.path LIKE '%.wandb' ORDER BY e.source_id DESC, e.offset DESC LIMIT 1");
+  if (!last.ok()) return last.status();
+  last->Bind(1, run_id_);
+  Result<bool> restarted = last->Step();
+  if (!restarted.ok()) return restarted.status();
+  if (*restarted) {
+    const int64_t source = last->Int(0), offset = last->Int(1), from = last->Int(2);
+    wandb_has_step_ = true;
+    wandb_step_ = from;
+    wandb_wall_ = last->Real(3);
+    for (const auto& s : *series) {
+      if (s.kind == "text" || s.tag.starts_with("system/")) continue;
+      Result<store::Stmt> q = store_.db().Prepare(
+          std::string("SELECT step, wall_time FROM ") +
+          (s.kind == "scalar" ? "scalars" : "histograms") +
+          " WHERE series_id = ?1 AND step >= ?4 AND superseded = 0 AND (source_id > ?2 OR "
+          "(source_id = ?2 AND offset >= ?3)) ORDER BY step DESC, wall_time DESC LIMIT 1");
+      if (!q.ok()) return q.status();
+      q->Bind(1, s.series_id).Bind(2, source).Bind(3, offset).Bind(4, from);
+      Result<bool> row = q->Step();
+      if (!row.ok()) return row.status();
+      if (*row && q->Int(0) >= wandb_step_) {
+        wandb_step_ = q->Int(0);
+        wandb_wall_ = q->Real(1);
+      }
+    }
+  }
   step_metrics_.clear();
   Result<store::Stmt> m = store_.db().Prepare(
       "SELECT detail FROM run_events WHERE run_id = ?1 AND kind = 'define_metric' "

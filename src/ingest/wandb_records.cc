@@ -162,8 +162,8 @@ Status FileIngester::WandbHistory(RunState& run, Batch& b, int64_t offset) {
         if (i + 2 == it.count) {  // a direct member of the object
           JsonNode member;
           if (decode::ParseJson(it.value_json, &member).ok())
-            obj->second.object.emplace_back(std::string(r.parts[it.first + it.count - 1]),
-                                            std::move(member));
+            obj->second.object.push_back({std::string(r.parts[it.first + it.count - 1]),
+                                          std::move(member)});
         }
         break;
       }

@@ -79,13 +79,19 @@ Status CheckFileHeader(std::string_view head, int* version) {
   return Status::Ok();
 }
 
-BlockOrigin DetectBlockOrigin(std::string_view b, uint64_t file_size) {
+BlockOrigin DetectBlockOrigin(std::string_view b, uint64_t file_size, bool* checked) {
   // Candidate chunk headers: at 32768 (origin 0) and at 32775 (origin 7). Each must fit the
   // block its origin implies and check out.
+  if (checked) *checked = true;
   const uint64_t avail0 = b.size();
   if (avail0 >= kChunkHeaderSize) {
     const uint64_t len = LoadU16(b.data() + 4);
-    if (kChunkHeaderSize + len <= avail0 && ChunkValid(b.data(), avail0, kBlockSize))
+    // An empty FIRST never starts a block: writers emit one only when exactly 7 bytes are
+    // left in a block. At 32768 it is an origin-7 file's, whose first block ends at 32775;
+    // taken for origin 0's next block it made every later block be read 7 bytes off.
+    const bool empty_first = len == 0 && static_cast<uint8_t>(b[6]) == kFirst;
+    if (!empty_first && kChunkHeaderSize + len <= avail0 &&
+        ChunkValid(b.data(), avail0, kBlockSize))
       return BlockOrigin::kZero;
   }
   if (avail0 >= 7 + kChunkHeaderSize) {
@@ -94,6 +100,7 @@ BlockOrigin DetectBlockOrigin(std::string_view b, uint64_t file_size) {
     if (kChunkHeaderSize + len <= avail0 - 7 && ChunkValid(h, avail0 - 7, kBlockSize))
       return BlockOrigin::kSeven;
   }
+  if (checked) *checked = false;
   // Neither checks out. If both candidates are whole, the boundary is damaged: read on with
   // the usual origin and let the scanner report it.
   auto whole = [&](uint64_t at) {
@@ -134,9 +141,7 @@ Scanner::Step Scanner::Damage(ProblemKind kind, uint64_t at, uint64_t until,
   // Fragments of the damaged record that follow are skipped up to the next record's start.
   state_.resyncing = true;
   state_.resync_from = at;
-  // The block's end may not be written yet: consume no further than the bytes at hand (what
-  // follows them is read, and judged, when it comes).
-  cur_ = consumed_ = std::min(until, base_ + w_.size());
+  cur_ = consumed_ = until;
   return Step::kProblem;
 }
 
@@ -144,17 +149,22 @@ Scanner::Step Scanner::Next() {
   needs_origin_ = false;
   for (;;) {
     const uint64_t end = base_ + w_.size();
-    // Until the origin is known, only chunks that end at least a header's length before the
-    // first possible boundary (32768) are read the same way under both origins.
+    // Until the origin is known, only chunks that start at least a header's length before
+    // the first possible boundary (32768) and end by it are read the same way under both.
     const bool origin_known = origin_ != BlockOrigin::kUnknown;
     const uint64_t block_end = origin_known ? BlockEnd(cur_) : kBlockSize;
-    if (!origin_known && cur_ + 2 * kChunkHeaderSize > kBlockSize) {
+    // (Fewer than 7 bytes before 32768 are padding at origin 0 but room for a chunk at
+    // origin 7; a chunk that starts before them is read alike under both, see below.)
+    if (!origin_known && cur_ + kChunkHeaderSize > kBlockSize) {
       needs_origin_ = true;
       return NeedMore(cur_ + kChunkHeaderSize);
     }
-    if (block_end - cur_ < kChunkHeaderSize) {
-      // Trailer padding. The writer adds it only when it starts the next record, so a file
-      // may end before it: never consume bytes that are not there.
+    if (block_end - cur_ < kChunkHeaderSize) {  // trailer padding
+      // Skipped once it is all there. position() must never pass the bytes it was given: a
+      // caller commits it as the file's offset, and an offset past a file's end reads as a
+      // truncated file (the ingester then read the whole file again as a new one), and
+      // FileReader::Refill's arithmetic underflowed (a crash). A writer leaves the padding
+      // unwritten until its next record.
       if (end < block_end) return NeedMore(block_end);
       cur_ = block_end;
       if (!assembling_) consumed_ = cur_;
@@ -178,25 +188,40 @@ Scanner::Step Scanner::Next() {
       if (!assembling_) consumed_ = cur_;
       continue;
     }
-    if (type < kFull || type > kLast)
+    const char* payload = h + kChunkHeaderSize;
+    if (type < kFull || type > kLast) {
+      // The rest of the block is dropped once it is all there: position() never passes the
+      // bytes given (see the padding above).
+      if (end < block_end) return NeedMore(block_end);
       return Damage(ProblemKind::kBadChunk, cur_, block_end,
                     "chunk at offset " + std::to_string(cur_) + " has unknown type " +
                         std::to_string(type));
+    }
     if (chunk_end > block_end) {
       if (!origin_known) {
+        // Past 32768, only origin 7's first block (to 32775) has room for it: a whole chunk
+        // there that checks out settles the origin (a file that ends before 32775 has no
+        // boundary to tell it by).
+        if (chunk_end <= kBlockSize + kFileHeaderSize) {
+          if (end < chunk_end) return NeedMore(chunk_end);
+          if (ChunkCrc(type, payload, len) == crc) {
+            origin_ = BlockOrigin::kSeven;
+            continue;
+          }
+        }
         needs_origin_ = true;
         return NeedMore(chunk_end);
       }
+      if (end < block_end) return NeedMore(block_end);
       return Damage(ProblemKind::kBadChunk, cur_, block_end,
                     std::string(TypeName(type)) + " chunk at offset " + std::to_string(cur_) +
                         " claims " + std::to_string(len) + " bytes, past its block's end");
     }
-    if (!origin_known && chunk_end + kChunkHeaderSize > kBlockSize) {
-      needs_origin_ = true;
-      return NeedMore(chunk_end);
-    }
+    // A chunk that ends by 32768 is read alike under both origins, so it needs neither: only
+    // where the next one starts does (held back by the check at the top). Requiring 7 more
+    // bytes kept a record ending in the last 7 bytes before 32768 from ever being returned
+    // by a file that ends there.
     if (end < chunk_end) return NeedMore(chunk_end);  // the chunk is not all written yet
-    const char* payload = h + kChunkHeaderSize;
     if (ChunkCrc(type, payload, len) != crc) {
       // The length fits the block, so most likely only this chunk's bytes are damaged: skip
       // it alone. Had the length been damaged, what follows will not check out either, and
@@ -277,7 +302,9 @@ Status FileReader::Open() {
   struct stat st;
   if (::fstat(fd_, &st) != 0) return status_ = IoError(path_ + ": stat failed: " + std::strerror(errno));
   size_ = static_cast<uint64_t>(st.st_size);
-  char head[kFileHeaderSize];
+  // More than the header: enough to name a foreign file ("version https://git-lfs" is 23
+  // bytes; with only the header's 7 a Git LFS pointer was never named as one).
+  char head[32];
   const ssize_t n = ::pread(fd_, head, sizeof head, 0);
   if (n < 0) return status_ = IoError(path_ + ": read failed at offset 0: " + std::strerror(errno));
   if (Status s = CheckFileHeader(std::string_view(head, static_cast<size_t>(n)), &version_); !s.ok()) {
@@ -287,20 +314,42 @@ Status FileReader::Open() {
     return Status::Ok();
   }
   header_pending_ = static_cast<uint64_t>(n) < kFileHeaderSize;  // a 0-byte file is normal
+  // Enough of a block boundary to tell the two origins apart.
+  auto boundary = [&](uint64_t at, std::string* b) {
+    b->assign(std::min<uint64_t>(size_ - at, 7 + kChunkHeaderSize + 0xFFFF), '\0');
+    const ssize_t got = ::pread(fd_, b->data(), b->size(), static_cast<off_t>(at));
+    if (got < 0) {
+      status_ = IoError(path_ + ": read failed at offset " + std::to_string(at) + ": " +
+                        std::strerror(errno));
+      return false;
+    }
+    b->resize(static_cast<size_t>(got));
+    return true;
+  };
   if (size_ > kBlockSize) {
-    // Enough of the first block boundary to tell the two origins apart.
-    std::string b(std::min<uint64_t>(size_ - kBlockSize, 7 + kChunkHeaderSize + 0xFFFF), '\0');
-    const ssize_t got = ::pread(fd_, b.data(), b.size(), static_cast<off_t>(kBlockSize));
-    if (got < 0) return status_ = IoError(path_ + ": read failed at offset 32768: " + std::strerror(errno));
-    b.resize(static_cast<size_t>(got));
-    origin_ = DetectBlockOrigin(b, size_);
+    std::string b;
+    if (!boundary(kBlockSize, &b)) return status_;
+    bool checked = false;
+    origin_ = DetectBlockOrigin(b, size_, &checked);
+    // A damaged first boundary leaves only a guess (origin 0), which reads an origin-7 file
+    // 7 bytes off from there on, losing every later block: the next boundaries where one
+    // candidate checks out settle it.
+    for (uint64_t at = 2 * kBlockSize, tries = 0;
+         origin_ == BlockOrigin::kZero && !checked && at < size_ && tries < 16;
+         at += kBlockSize, ++tries) {
+      if (!boundary(at, &b)) return status_;
+      const BlockOrigin o = DetectBlockOrigin(b, size_ - at + kBlockSize, &checked);
+      if (checked) origin_ = o;
+    }
   }
   scanner_ = Scanner({}, buf_base_, scanner_.state(), origin_);
   return status_;
 }
 
 bool FileReader::Refill(uint64_t needed) {
-  // Keep the bytes from position() on (the scanner never consumes past its window).
+  if (origin_ == BlockOrigin::kUnknown) origin_ = scanner_.origin();  // a chunk settled it
+  // Keep the bytes from position() on. The scanner never consumes past its window; the min
+  // keeps a slip there from turning into a wild memmove.
   const uint64_t keep_from = std::min<uint64_t>(scanner_.position() - buf_base_, buf_len_);
   const size_t keep = buf_len_ - keep_from;
   if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);

@@ -9,16 +9,20 @@
 //
 // The Go writer of SDK 0.16.x-0.17.5 counted blocks from offset 7 instead (blocks start at
 // 7 + k*32768); which of the two a file uses is seen at the first block boundary, where only
-// one of the two candidate chunks checks out. Until the file reaches it nothing depends on it.
+// one of the two candidate chunks checks out (at a later one when the first is damaged), or
+// by a chunk that ends past 32768, which only origin 7's first block has room for. Until
+// then, only chunks that start at least 7 bytes before 32768 and end by it are read.
 //
 // What the reader guarantees (the same as tfrecord::FileReader):
 //   - a record is returned only when all its chunks are present and their CRCs match;
 //   - a record not all there yet ends the read with position() at its first chunk, so that
 //     reading again after the file grows yields exactly what one full read would have;
+//   - position() never passes the file's end (it is committed as the offset to read on from);
 //   - damage is reported with its offset, and reading resumes at the next FULL or FIRST
 //     chunk, so every intact record is kept: a chunk that fails its CRC is dropped alone (with
 //     the rest of its record); a length past the block's end or an unknown type drops the
-//     rest of the block, since nothing in it can be trusted to say where a chunk starts;
+//     rest of the block, since nothing in it can be trusted to say where a chunk starts (it
+//     is reported once the whole block is there: until then the read stops at the chunk);
 //   - a file that is not a W&B log is reported once as such and not read further.
 #pragma once
 
@@ -89,6 +93,8 @@ class Scanner {
   const ScanState& state() const { return state_; }
   // Whether the last kNeedMore was for want of the block origin rather than of bytes.
   bool needs_origin() const { return needs_origin_; }
+  // The block origin: as given, or kSeven once a chunk only origin 7 has room for was read.
+  BlockOrigin origin() const { return origin_; }
 
  private:
   uint64_t BlockEnd(uint64_t pos) const;
@@ -114,8 +120,12 @@ class Scanner {
 
 // Decides the block origin from the chunk candidates at the first block boundary (32768 for
 // origin 0, 32775 for origin 7) in `boundary`, the file's bytes from offset 32768 on, of a
-// file `file_size` bytes long. kUnknown while neither candidate is complete yet.
-BlockOrigin DetectBlockOrigin(std::string_view boundary, uint64_t file_size);
+// file `file_size` bytes long. kUnknown while neither candidate is complete yet. `*checked`
+// (if given) says whether a candidate checked out; when none does but both are whole (the
+// boundary is damaged), origin 0 is a guess. Later boundaries (k * 32768) are read the same
+// way, with `boundary` from there and `file_size` less (k - 1) * 32768.
+BlockOrigin DetectBlockOrigin(std::string_view boundary, uint64_t file_size,
+                              bool* checked = nullptr);
 
 // Reads one file from a committed offset to its current end; opens it only for the read.
 class FileReader {
@@ -136,7 +146,10 @@ class FileReader {
 
   std::string_view record() const { return scanner_.record(); }
   uint64_t record_offset() const { return scanner_.record_offset(); }
-  const Problem& problem() const { return problem_ ? problem_storage_ : scanner_.problem(); }
+  // (Not `problem_ ?`: Next() clears problem_ as it returns the rejection, so the caller got
+  // the scanner's empty problem instead: a foreign file was logged as a bad_checksum with no
+  // detail, never marked rejected, and logged again at every read.)
+  const Problem& problem() const { return rejected_ ? problem_storage_ : scanner_.problem(); }
   uint64_t position() const {
     return rejected_ || header_pending_ ? start_offset_ : scanner_.position();
   }
@@ -144,7 +157,9 @@ class FileReader {
   const Status& status() const { return status_; }
   bool rejected() const { return rejected_; }
   int version() const { return version_; }
-  BlockOrigin origin() const { return origin_; }
+  BlockOrigin origin() const {
+    return origin_ != BlockOrigin::kUnknown ? origin_ : scanner_.origin();
+  }
 
  private:
   bool Refill(uint64_t needed);
@@ -161,8 +176,8 @@ class FileReader {
   int version_ = -1;
   bool rejected_ = false;
   bool header_pending_ = false;  // the file is shorter than its header: nothing to read yet
-  bool problem_ = false;         // problem_storage_ holds the problem to report
-  Problem problem_storage_;
+  bool problem_ = false;         // problem_storage_ holds a problem Next() has yet to report
+  Problem problem_storage_;      // why the file was rejected
   Scanner scanner_;
   Status status_;
 };
