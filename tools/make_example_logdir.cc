@@ -4,6 +4,8 @@
 //   vit-small-tf2/{train,validation} TF2 Keras callback, overfits after epoch 18
 //   bert-finetune-diverged/          HF Trainer through torch, lr too high: spikes, NaN, +inf
 //   gpt-resume/                      PyTorch, crashed and resumed from step 800 (purge_step)
+//   wandb/run-20231118_093000-t5leak01/  HF Trainer logging to W&B (wandb-core's .wandb log):
+//                                    the loss is fine, GPU memory (a system metric) leaks
 // The output is deterministic (fixed seed, fixed wall times from 1700000000), well under 2 MiB.
 //
 // trainwatch-example --live SECONDS OUTDIR: keeps a run live instead, the way a training job
@@ -17,16 +19,19 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <limits>
 #include <numbers>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/event_writer.h"
+#include "support/wandb_writer.h"
 
 namespace {
 
@@ -361,6 +366,66 @@ int Usage() {
 
 }  // namespace
 
+// HF Trainer reporting to W&B through wandb-core: a `.wandb` log with a run record,
+// define_metric("*", step_metric="train/global_step"), a history row every 10 steps, a summary
+// record after each, and system metrics every 15 s, whose GPU memory grows steadily: tensors
+// kept alive across steps (a loss appended to a list without .item()).
+void WriteWandb(const fs::path& root, Rng& rng, std::vector<Run>* runs) {
+  namespace tt = tw::testing;
+  const double start = kStart + 400000;
+  Run run{"wandb/run-20231118_093000-t5leak01", "W&B (core): T5 fine-tune; loss fine, GPU memory leaks"};
+  tt::WandbLogWriter log;
+  int64_t num = 0;
+  auto add = [&](const std::string& record) {
+    log.Add(record);
+    ++run.events;
+  };
+  add(tt::WandbHeaderRecord(++num, "0.21.2"));
+  tt::WandbRunInfo info{"t5leak01", "acme", "t5-summarization", "t5-base-lr3e-4", start, 0, false,
+                       {tt::Nested({"learning_rate"}, "0.0003"), tt::Nested({"per_device_train_batch_size"}, "16"),
+                        tt::Nested({"model_name_or_path"}, "\"t5-base\"")}};
+  add(tt::WandbRunRecord(++num, info));
+  add(tt::WandbMetricRecord(++num, "train/global_step", "", ""));
+  add(tt::WandbMetricRecord(++num, "", "*", "train/global_step", true));
+  double now = start + 20;
+  double next_stats = now;
+  double memory = 31.0;  // % of the GPU's memory allocated
+  for (int64_t row = 0; row < 200; ++row) {
+    const int64_t step = (row + 1) * 10;
+    now += 10 * 0.9 * (1 + 0.05 * rng.Uniform());
+    const double s = static_cast<double>(step);
+    const double loss = 1.2 + 1.9 * std::exp(-s / 300) - 0.3 * s / 2000 + 0.03 * rng.Normal();
+    const std::vector<tt::WandbKV> items = {
+        tt::Nested({"train/loss"}, tt::PyJsonNumber(loss)),
+        tt::Nested({"train/learning_rate"}, tt::PyJsonNumber(WarmupCosine(step, 100, 2000, 3e-4, 0))),
+        tt::Nested({"train/grad_norm"}, tt::PyJsonNumber(0.9 * std::exp(0.25 * rng.Normal()))),
+        tt::Nested({"train/epoch"}, tt::PyJsonNumber(s / 1000)),
+        tt::Nested({"train/global_step"}, std::to_string(step)),
+        tt::Nested({"_step"}, std::to_string(row)),
+        tt::Nested({"_timestamp"}, tt::PyJsonNumber(now)),
+        tt::Nested({"_runtime"}, tt::PyJsonNumber(now - start)),
+    };
+    add(tt::WandbHistoryRecord(++num, items, row));
+    add(tt::WandbSummaryRecord(++num, {items[0], items[4]}));
+    while (next_stats <= now) {
+      memory += 0.12 + 0.03 * rng.Normal();
+      add(tt::WandbStatsRecord(++num, next_stats,
+                              {{"gpu.0.memoryAllocated", tt::PyJsonNumber(memory)},
+                               {"gpu.0.gpu", tt::PyJsonNumber(88 + 4 * rng.Normal())},
+                               {"cpu", tt::PyJsonNumber(12 + 2 * rng.Normal())}}));
+      next_stats += 15;
+    }
+  }
+  add(tt::WandbExitRecord(++num, 0, static_cast<int32_t>(now - start)));
+  const fs::path path = root / run.name / "run-t5leak01.wandb";
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(log.bytes().data(), static_cast<std::streamsize>(log.bytes().size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+  run.files = 1;
+  runs->push_back(run);
+}
+
 int main(int argc, char** argv) {
   bool force = false;
   double live_seconds = 0;
@@ -400,6 +465,7 @@ int main(int argc, char** argv) {
     WriteVit(outdir, rng, &runs);
     WriteBert(outdir, rng, &runs);
     WriteGpt(outdir, rng, &runs);
+    WriteWandb(outdir, rng, &runs);
     for (const Run& r : runs) {
       std::cout << std::left << std::setw(32) << r.name << std::right << std::setw(2) << r.files
                 << (r.files == 1 ? " file " : " files") << std::setw(6) << r.events << " events  "
