@@ -293,7 +293,7 @@ TEST_F(WandbIngest, RunConfigSummaryExitAndVersion) {
                           "model.depth|12", "opt|{\"name\": \"adam\", \"betas\": [0.9, 0.99], \"eps\": 1e-08}"));
   EXPECT_THAT(Rows("SELECT key, value_type, value FROM run_hparams ORDER BY key"),
               ElementsAre("batch|number|32.0", "lr|number|0.001", "model.depth|number|12.0",
-                          "opt.eps|number|1.0e-08", "opt.name|string|adam", "use_amp|bool|1.0"));
+                          "opt.eps|number|1.0e-08", "opt.name|string|adam"));  // use_amp was removed
   EXPECT_THAT(Rows("SELECT key, value_json FROM run_summary_values"), ElementsAre("loss|0.5"));
   EXPECT_THAT(Rows("SELECT kind, step, detail FROM run_events ORDER BY offset"),
               ElementsAre("wandb_run|NULL|W&B run abc123 of team/proj", "exit|0|exit code 3 after 42 s"));

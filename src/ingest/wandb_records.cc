@@ -395,6 +395,7 @@ Status FileIngester::WandbRunValues(RunState& run, Batch& b, store::RunValues ta
     }
     if (it.removed) {
       TW_RETURN_IF_ERROR(store_.SetRunValue(table, run.run_id(), name_, std::nullopt));
+      TW_RETURN_IF_ERROR(store_.RemoveHParam(run.run_id(), name_));
       continue;
     }
     TW_RETURN_IF_ERROR(store_.SetRunValue(table, run.run_id(), name_, it.value_json));

@@ -489,6 +489,13 @@ Status Store::UpsertHParam(int64_t run_id, const decode::HParam& p) {
   return ins.Run();
 }
 
+Status Store::RemoveHParam(int64_t run_id, std::string_view key) {
+  Result<Stmt> s = db_->Prepare(
+      "DELETE FROM hparams WHERE run_id = ?1 AND (key = ?2 OR substr(key, 1, length(?2) + 1) = ?2 || '.')");
+  if (!s.ok()) return s.status();
+  return s->Bind(1, run_id).Bind(2, key).Run();
+}
+
 Status Store::SetSeriesStepMetric(int64_t series_id, std::string_view step_metric) {
   Result<Stmt> s = db_->Prepare("UPDATE series SET step_metric = ?2 WHERE series_id = ?1");
   if (!s.ok()) return s.status();

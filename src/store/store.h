@@ -126,6 +126,8 @@ class Store {
   Status SetRunValue(RunValues table, int64_t run_id, std::string_view key,
                      std::optional<std::string_view> value_json);
   Status UpsertHParam(int64_t run_id, const decode::HParam& p);
+  // Removes hparam `key` and the dotted keys under it (a config key W&B removed).
+  Status RemoveHParam(int64_t run_id, std::string_view key);
   Status SetSeriesStepMetric(int64_t series_id, std::string_view step_metric);
   // What the daemon says about itself (daemon_state), for `trainwatch status`.
   Status SetDaemonState(std::string_view key, std::string_view value);
