@@ -141,5 +141,31 @@ TEST(WandbTail, CutsOfARealPythonLogThenCompletedEqualOneRead) {
   ExpectCutsEqualOneRead(rel, bytes, cuts);
 }
 
+TEST(WandbTail, TensorBoardFilesLinkedIntoARunsFilesAreReadOnce) {
+  // wandb.init(sync_tensorboard=True) links the event files into the run's files/ folder.
+  const std::string corpus = CorpusDir();
+  if (corpus.empty()) GTEST_SKIP() << "../shared/corpus not found";
+  TempDir dir;
+  const std::string real = dir / "logs/tb/version_0/events.out.tfevents.1.host.1.0";
+  const std::string link = dir / "logs/wandb/run-20240101_000000-abc/files/version_0/events.out.tfevents.1.host.1.0";
+  fs::create_directories(fs::path(real).parent_path());
+  fs::create_directories(fs::path(link).parent_path());
+  WriteFile(real, ReadFile(corpus + "/torch-summarywriter/" +
+                           "ZeroToMax-ZYZ__study_tensorboard/runs/my_first_experiment/"
+                           "events.out.tfevents.1771596596.zyzkings.7880.0"));
+  fs::create_symlink(real, link);
+  auto st = store::Store::Open(dir / "t.db");
+  ASSERT_TRUE(st.ok());
+  ingest::Summary s;
+  // A whole-tree ingest picks the real path; ingesting the link itself then adds nothing, as
+  // a daemon that sees the link later (or first the link, then the real file) must.
+  ASSERT_TRUE(ingest::IngestPaths(**st, {dir / "logs"}, {}, &s).ok());
+  const int64_t points = QueryInt(dir / "t.db", "SELECT count(*) FROM scalars");
+  EXPECT_GT(points, 0);
+  ASSERT_TRUE(ingest::IngestPaths(**st, {link}, {}, &s).ok());
+  EXPECT_EQ(QueryInt(dir / "t.db", "SELECT count(*) FROM scalars"), points);
+  EXPECT_EQ(QueryInt(dir / "t.db", "SELECT count(*) FROM sources"), 1);
+}
+
 }  // namespace
 }  // namespace tw

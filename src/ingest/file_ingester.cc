@@ -167,10 +167,16 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     Result<std::optional<store::SourceRow>> same = store_.FindSourceByInode(dev, ino);
     if (!same.ok()) return same.status();
     struct stat old_st;
-    if (*same && SameFileHead((*same)->head, head) &&
-        ::stat((*same)->path.c_str(), &old_st) != 0 && errno == ENOENT) {
-      found = std::move(same);
-      moved = true;
+    if (*same && SameFileHead((*same)->head, head)) {
+      if (::stat((*same)->path.c_str(), &old_st) != 0 && errno == ENOENT) {
+        found = std::move(same);
+        moved = true;
+      } else if (old_st.st_dev == st.st_dev && old_st.st_ino == st.st_ino &&
+                 (*same)->status == "active") {
+        // Another name for a file already read under its first (a symlink W&B's
+        // sync_tensorboard puts in a run's files/, a hard link): read once, there.
+        return Status::Ok();
+      }
     }
   }
   bool new_generation = false;
