@@ -239,6 +239,15 @@ TEST_F(WandbCorpus, LegacyJsonLinesRunsAreReadWithoutALog) {
   // System metrics (every 30 s) are stored, at the latest history step.
   EXPECT_GT(*Int("SELECT count(*) FROM scalar_points WHERE run = ?1 AND tag LIKE 'system/gpu.%'", b), 0);
   EXPECT_EQ(Int("SELECT min(step) FROM scalar_points WHERE run = ?1 AND tag LIKE 'system/%'", b), 135);
+  // config.yaml (old desc/value layout) and wandb-summary.json, read whole.
+  EXPECT_EQ(Text("SELECT value FROM run_hparams WHERE run = ?1 AND key = 'lr'", b), "0.0005");
+  EXPECT_EQ(Int("SELECT count(*) FROM run_hparams WHERE run = ?1 AND key LIKE '%wandb%'", b), 0);
+  EXPECT_EQ(Text("SELECT v.value_json FROM run_summary_values v JOIN runs r USING (run_id) "
+                 "WHERE r.name = ?1 AND v.key = '_step'", b),
+            "135");
+  EXPECT_EQ(Text("SELECT json_extract(v.value_json, '$._type') FROM run_summary_values v JOIN runs r "
+                 "USING (run_id) WHERE r.name = ?1 AND v.key = 'graph_0'", b),
+            "graph-file");
 }
 
 }  // namespace

@@ -251,7 +251,10 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   }
   if (IsWandbJsonl(path)) {
     wandb::jsonl::LineReader reader(path, static_cast<uint64_t>(b.source.committed_offset), {});
-    return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
+    TW_RETURN_IF_ERROR(ReadRecords(run, b, reader, path, size, head, totals, progress, more));
+    // The run's config.yaml and wandb-summary.json are rewritten whole, not appended to:
+    // read whenever the history grows.
+    return path.ends_with("wandb-history.jsonl") ? LoadLegacySideFiles(run, path) : Status::Ok();
   }
   if (IsWandbLog(path)) {
     wandb::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),

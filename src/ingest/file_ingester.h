@@ -131,6 +131,7 @@ class FileIngester {
   Status RewindIfBack(RunState& run, Batch& b, const std::vector<std::string>& names,
                       int64_t step, double wall, int64_t offset);
   Status ProcessWandbLine(RunState& run, Batch& b, std::string_view line, int64_t offset);
+  Status LoadLegacySideFiles(RunState& run, const std::string& history_path);
   Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                             decode::Kind kind);
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "ingest/batch.h"
+#include "wandb/legacy_files.h"
 
 namespace tw::ingest {
 
@@ -424,6 +425,41 @@ Status FileIngester::WandbDefineMetric(RunState& run, Batch& b, int64_t offset) 
       if (id) TW_RETURN_IF_ERROR(store_.SetSeriesStepMetric(id, metric));
   }
   return Status::Ok();
+}
+
+}  // namespace tw::ingest
+
+namespace tw::ingest {
+
+Status FileIngester::LoadLegacySideFiles(RunState& run, const std::string& history_path) {
+  const std::string dir = RunDirOf(history_path);
+  const wandb::LegacyFiles files = wandb::ReadLegacyFiles(dir);
+  if (files.config_yaml.empty() && files.summary_json.empty()) return Status::Ok();
+  TW_RETURN_IF_ERROR(store_.Begin());
+  auto fail = [&](Status s) {
+    store_.Rollback();
+    return s;
+  };
+  std::vector<decode::HParam> hparams;
+  for (const auto& [key, value] : wandb::ParseConfigYaml(files.config_yaml)) {
+    if (Status s = store_.SetRunValue(store::RunValues::kConfig, run.run_id(), key, value); !s.ok())
+      return fail(s);
+    JsonNode node;
+    if (decode::ParseJson(value, &node).ok()) ConfigHParams(key, node, 0, &hparams);
+  }
+  for (const auto& p : hparams)
+    if (Status s = store_.UpsertHParam(run.run_id(), p); !s.ok()) return fail(s);
+  if (!files.summary_json.empty()) {
+    Result<wandb::KeyValues> summary = wandb::ParseSummaryJson(files.summary_json);
+    Status s = summary.ok() ? Status::Ok()
+                            : store_.InsertError(std::nullopt, dir + "/wandb-summary.json", 0, 0,
+                                                 "bad_summary", summary.status().message());
+    for (size_t i = 0; s.ok() && summary.ok() && i < summary->size(); ++i)
+      s = store_.SetRunValue(store::RunValues::kSummary, run.run_id(), (*summary)[i].first,
+                             (*summary)[i].second);
+    if (!s.ok()) return fail(s);
+  }
+  return store_.Commit();
 }
 
 }  // namespace tw::ingest
