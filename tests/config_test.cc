@@ -484,5 +484,84 @@ TEST_F(Config, TheDocumentedExampleParses) {
   }
 }
 
+TEST_F(Config, NotifyGroupingDefaultsPerType) {
+  ::setenv("TW_TEST_HOOK", "http://127.0.0.1:9/hook", 1);
+  Result<app::Config> c = Load(
+      "[[notify.channel]]\nname = \"s\"\ntype = \"slack\"\nurl_env = \"TW_TEST_HOOK\"\n"
+      "[[notify.channel]]\nname = \"w\"\ntype = \"webhook\"\nurl_env = \"TW_TEST_HOOK\"\n"
+      "[[notify.channel]]\nname = \"m\"\ntype = \"email\"\nsmtp_host = \"h\"\nfrom = \"a@example.com\"\n"
+      "to = [\"b@example.com\"]\n"
+      "[[notify.channel]]\nname = \"c\"\ntype = \"console\"\n"
+      "[[notify.channel]]\nname = \"g\"\ntype = \"webhook\"\nurl_env = \"TW_TEST_HOOK\"\n"
+      "group_by = [\"rule\", \"run\"]\ngroup_wait_seconds = 0\ngroup_interval_seconds = 60.5\n"
+      "repeat_interval_seconds = 3600\n"
+      "[[notify.channel]]\nname = \"d\"\ntype = \"slack\"\nurl_env = \"TW_TEST_HOOK\"\ndigest_minutes = 15\n"
+      "repeat_interval_seconds = 0\n");
+  ::unsetenv("TW_TEST_HOOK");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->channels.size(), 6u);
+  const auto& slack = c->channels[0];
+  EXPECT_EQ(slack.group_by, std::vector<std::string>{"run"});
+  EXPECT_EQ(slack.group_wait_seconds, 30);
+  EXPECT_EQ(slack.group_interval_seconds, 300);
+  EXPECT_EQ(slack.repeat_interval_seconds, 4 * 3600);
+  EXPECT_EQ(slack.digest_minutes, 0);
+  const auto& hook = c->channels[1];  // machine receivers: each event as it comes, no repeats
+  EXPECT_TRUE(hook.group_by.empty());
+  EXPECT_EQ(hook.repeat_interval_seconds, 0);
+  const auto& mail = c->channels[2];  // people: like Slack
+  EXPECT_EQ(mail.group_by, std::vector<std::string>{"run"});
+  EXPECT_EQ(mail.group_wait_seconds, 30);
+  EXPECT_EQ(mail.repeat_interval_seconds, 4 * 3600);
+  const auto& console = c->channels[3];
+  EXPECT_TRUE(console.group_by.empty());
+  EXPECT_EQ(console.repeat_interval_seconds, 0);
+  const auto& grouped = c->channels[4];
+  EXPECT_EQ(grouped.group_by, (std::vector<std::string>{"rule", "run"}));
+  EXPECT_EQ(grouped.group_wait_seconds, 0);
+  EXPECT_EQ(grouped.group_interval_seconds, 60.5);
+  EXPECT_EQ(grouped.repeat_interval_seconds, 3600);
+  const auto& digest = c->channels[5];
+  EXPECT_EQ(digest.digest_minutes, 15);
+  EXPECT_EQ(digest.repeat_interval_seconds, 0);
+  EXPECT_EQ(notify::ChannelConfig::Defaults("x", "sendgrid").group_by, std::vector<std::string>{"run"});
+  EXPECT_EQ(app::EffectiveChannels(app::Config{}).at(0).group_by, std::vector<std::string>{});
+}
+
+TEST_F(Config, NotifyGroupingMistakesNameFileAndLine) {
+  ::setenv("TW_TEST_HOOK", "http://127.0.0.1:9/hook", 1);
+  const std::string slack = "[[notify.channel]]\nname = \"s\"\ntype = \"slack\"\nurl_env = \"TW_TEST_HOOK\"\n";
+  const std::string hook = "[[notify.channel]]\nname = \"w\"\ntype = \"webhook\"\nurl_env = \"TW_TEST_HOOK\"\n";
+  const auto expect = [&](const std::string& text, const std::string& want) {
+    const std::string msg = LoadError(text);
+    EXPECT_NE(msg.find(path_ + want), std::string::npos) << "want: " << want << "\ngot: " << msg;
+  };
+  expect(slack + "group_by = [\"run\", \"series\"]\n",
+         ":5: channel 's': group_by: 'series' is not a field to group by (run, rule; [] for no grouping)");
+  expect(slack + "group_by = [\"run\", \"run\"]\n", ":5: channel 's': group_by names 'run' twice");
+  expect(slack + "group_by = \"run\"\n", ":5: [notify.channel] group_by must be an array of strings, got a string");
+  expect(slack + "group_wait_seconds = \"30\"\n",
+         ":5: [notify.channel] group_wait_seconds must be a number of seconds, got a string");
+  expect(slack + "group_wait_seconds = -1\n", ":5: channel 's': group_wait_seconds must be between 0 and 3600");
+  expect(slack + "group_interval_seconds = 100000\n",
+         ":5: channel 's': group_interval_seconds must be between 0 and 86400");
+  expect(slack + "repeat_interval_seconds = 30\n",
+         ":5: channel 's': repeat_interval_seconds must be 0 (never) or between 60 and 2592000 (30 days)");
+  expect(slack + "repeat_interval_seconds = true\n",
+         ":5: [notify.channel] repeat_interval_seconds must be a number of seconds, got a boolean");
+  expect(slack + "digest_minutes = 2000\n", ":5: channel 's': digest_minutes must be between 0 (no digest) and 1440");
+  expect(slack + "digest_minutes = 10\ngroup_by = [\"rule\"]\n",
+         ":6: channel 's': group_by has no effect with digest_minutes");
+  expect(hook + "group_wait_seconds = 10\n",
+         ":5: channel 'w': group_wait_seconds has no effect without grouping (group_by is empty by default for a "
+         "webhook channel; set group_by = [\"run\"] to group)");
+  expect(slack + "group_by = []\ngroup_interval_seconds = 10\n",
+         ":6: channel 's': group_interval_seconds has no effect without grouping (group_by is empty;");
+  expect(slack + "group_wiat_seconds = 10\n", ":5: unknown key 'group_wiat_seconds' in [notify.channel]");
+  expect("[notify]\nmax_age_hours = 1\n" + slack + "digest_minutes = 60\n",
+         ":7: channel 's': messages would wait for their group longer than [notify] max_age_hours allows");
+  ::unsetenv("TW_TEST_HOOK");
+}
+
 }  // namespace
 }  // namespace tw

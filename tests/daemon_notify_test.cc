@@ -1,6 +1,6 @@
 // Notifications from the real daemon process: a run whose loss turns NaN while it watches
-// produces exactly one Slack message on a loopback server (given with --slack-webhook), and a
-// message queued while the receiver was down arrives after a kill -9 and a restart.
+// produces exactly one Slack message on a loopback server, after the channel's group_wait, and
+// a message queued while the receiver was down arrives after a kill -9 and a restart.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 
 #include "support/daemon_process.h"
 #include "support/event_writer.h"
@@ -35,8 +36,14 @@ void Append(EventFileWriter& w, int64_t from, int64_t to, bool nan) {
   w.Flush();
 }
 
+// One Slack channel, from a config file: its group_wait is 2 s rather than the default 30, so
+// the tests need not wait that long (the message still waits for it).
 std::vector<std::string> Args(const TempDir& dir, const std::string& url) {
-  return {"--logdir", dir / "logs", "--db", dir / "tw.db", "--rescan-interval", "1", "--slack-webhook", url};
+  const std::string config = dir / "trainwatch.toml";
+  testing::WriteFile(config, "[[notify.channel]]\nname = \"slack\"\ntype = \"slack\"\nurl = \"" + url +
+                                 "\"\ngroup_wait_seconds = 2\n");
+  std::filesystem::permissions(config, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  return {"--config", config, "--logdir", dir / "logs", "--db", dir / "tw.db", "--rescan-interval", "1"};
 }
 
 TEST(DaemonNotify, ALossTurningNanSendsExactlyOneSlackMessage) {
@@ -46,7 +53,7 @@ TEST(DaemonNotify, ALossTurningNanSendsExactlyOneSlackMessage) {
   sick.Add(testing::FileVersionEvent(kWall0));
   Append(sick, 0, 300, false);
   DaemonProcess d(Args(dir, slack.url("/services/T0/B0/XYZ")), dir / "daemon.log");
-  ASSERT_TRUE(d.WaitForLog("notify: delivering to cli-slack", 10s)) << d.Log();
+  ASSERT_TRUE(d.WaitForLog("notify: delivering to slack", 10s)) << d.Log();
   ASSERT_TRUE(WaitFor([&] { return QueryInt(dir / "tw.db", "SELECT count(*) FROM scalars") == 300; }, 10s));
   Append(sick, 300, 340, true);
   ASSERT_TRUE(slack.WaitForRequests(1, 20)) << d.Log();
@@ -61,6 +68,8 @@ TEST(DaemonNotify, ALossTurningNanSendsExactlyOneSlackMessage) {
   EXPECT_NE(text.find("[critical]"), std::string::npos) << text;
   EXPECT_NE(text.find("sick"), std::string::npos) << text;
   EXPECT_EQ(QueryInt(dir / "tw.db", "SELECT count(*) FROM outbox WHERE state = 'sent'"), 1);
+  // It waited for its group (group_wait = 2 s) before it went.
+  EXPECT_EQ(QueryInt(dir / "tw.db", "SELECT count(*) FROM outbox WHERE sent_at - created >= 2"), 1);
   d.Signal(SIGTERM);
   std::optional<int> status = d.Wait(10s);
   ASSERT_TRUE(status.has_value()) << d.Log();
@@ -68,7 +77,7 @@ TEST(DaemonNotify, ALossTurningNanSendsExactlyOneSlackMessage) {
   EXPECT_EQ(d.Log().find("XYZ"), std::string::npos) << "the webhook's secret part was logged";
   std::string out;
   ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " status --db " + (dir / "tw.db"), &out), 0) << out;
-  EXPECT_NE(out.find("notify:      cli-slack: 1 sent, 0 pending, 0 dead"), std::string::npos) << out;
+  EXPECT_NE(out.find("notify:      slack: 1 sent, 0 pending, 0 dead"), std::string::npos) << out;
 }
 
 TEST(DaemonNotify, APendingMessageSurvivesKillNineAndArrivesAfterRestart) {

@@ -337,5 +337,32 @@ TEST_F(EmailSendGrid, RateLimitsAndOutagesRetryRefusalsArePermanent) {
   EXPECT_EQ(bad.detail.find("SECRETPART"), std::string::npos);
 }
 
+TEST_F(EmailSendGrid, AGroupIsOneMailListingEveryFindingUnderTheGroupsKey) {
+  server_.SetDefault({202, ""});
+  auto ch = Make();
+  ASSERT_TRUE(ch);
+  Group g;
+  g.labels = {{"run", "exp/a"}};
+  Notification a = Finding(), b = Finding();
+  a.run = b.run = "exp/a";
+  a.finding_id = 1;
+  a.message = "first finding's message";
+  b.finding_id = 2;
+  b.event = "finding.resolved";
+  b.message = "second finding's message";
+  g.items = {a, b};
+  const SendResult r = ch->SendGroup(g, "tw-group-1-2-sg", 1700000000);
+  EXPECT_EQ(r.kind, SendResult::Kind::kSent) << r.detail;
+  ASSERT_EQ(server_.requests().size(), 1u);
+  const json::value body = json::parse(server_.requests()[0].body);
+  EXPECT_EQ(body.at("subject"), "[trainwatch] 2 findings on run exp/a (1 firing, 1 resolved)");
+  EXPECT_EQ(body.at("custom_args").at("trainwatch_key"), "tw-group-1-2-sg");
+  const std::string text(body.at("content").at(0).at("value").as_string());
+  const size_t first = text.find("first finding's message"), second = text.find("second finding's message");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_LT(first, second);
+}
+
 }  // namespace
 }  // namespace tw::notify

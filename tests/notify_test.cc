@@ -10,6 +10,8 @@
 
 #include "notify/channel.h"
 #include "notify/deliverer.h"
+#include "notify/email.h"
+#include "notify/group.h"
 #include "notify/outbox.h"
 #include "notify/render.h"
 #include "store/store.h"
@@ -42,6 +44,27 @@ Notification Finding(const std::string& rule = "non_finite_loss", const std::str
   n.fix = "Lower the LR";
   n.evidence = R"({"first_step":700,"count":60,"ratio":2.5,"note":"x<y","list":[1,2]})";
   return n;
+}
+
+// A notification about finding `finding`, with a message that names it and the event.
+Notification About(int64_t finding, const std::string& run, const std::string& rule,
+                   const std::string& event = "finding.firing") {
+  Notification n = Finding(rule, "critical", run);
+  n.finding_id = finding;
+  n.event = event;
+  if (event == "finding.resolved") n.state = "resolved";
+  n.message = "message of finding " + std::to_string(finding) + " (" + event + ")";
+  return n;
+}
+
+// Where each of `needles` is in `hay`, in order; fails the test when one is missing or out of order.
+void ExpectInOrder(const std::string& hay, const std::vector<std::string>& needles) {
+  size_t at = 0;
+  for (const auto& n : needles) {
+    const size_t found = hay.find(n, at);
+    ASSERT_NE(found, std::string::npos) << "'" << n << "' missing (or out of order) in " << hay;
+    at = found + n.size();
+  }
 }
 
 TEST(NotifyRender, WebhookSignatureMatchesTheStandardWebhooksTestVector) {
@@ -167,7 +190,15 @@ class NotifyDelivery : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().message();
     store_ = std::move(*s);
   }
+  // The delivery mechanics below take one message per send: grouping (Slack's default) is
+  // off here. The NotifyGroup tests use Grouped().
   ChannelConfig Channel(const std::string& type, const std::string& name = "ch") {
+    ChannelConfig c = Grouped(type, name);
+    c.group_by.clear();
+    return c;
+  }
+  // A channel with its type's defaults, grouping included.
+  ChannelConfig Grouped(const std::string& type, const std::string& name = "ch") {
     ChannelConfig c = ChannelConfig::Defaults(name, type);
     c.url = server_.url(type == "slack" ? "/services/T0/B0/SECRETPART" : "/hook");
     c.http.timeout_seconds = 2;
@@ -427,6 +458,485 @@ TEST_F(NotifyDelivery, SilencesStopQueueingAndExpire) {
   Queue(chans, 3, 2500);                              // after the silence expired
   EXPECT_EQ(Count("1"), 2);
   EXPECT_EQ(Count("transition_id = 1"), 0);
+}
+
+// Grouping, repeats and digests (docs/notifications.md): what goes together, when, and what it
+// looks like; failures and restarts of group sends.
+class NotifyGroup : public NotifyDelivery {
+ protected:
+  json::value Body(size_t i) {
+    const std::vector<testing::RecordedRequest> reqs = server_.requests();
+    EXPECT_LT(i, reqs.size());
+    return i < reqs.size() ? json::parse(reqs[i].body) : json::value();
+  }
+  std::string SlackHeader(const json::value& body) {
+    return std::string(body.at("blocks").at(0).at("text").at("text").as_string());
+  }
+};
+
+TEST(NotifyRender, GroupKeysAndLabels) {
+  EXPECT_EQ(GroupKey({"run"}, "exp/a", "r"), R"({"run":"exp/a"})");
+  EXPECT_EQ(GroupKey({"run", "rule"}, "exp/a", "r"), R"({"rule":"r","run":"exp/a"})");
+  EXPECT_EQ(GroupKey({"rule", "run"}, "exp/a", "r"), GroupKey({"run", "rule"}, "exp/a", "r"));
+  EXPECT_NE(GroupKey({"run"}, "exp/a", "r"), GroupKey({"run"}, "exp/b", "r"));
+  using Labels = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(GroupLabels({"run"}, {About(1, "exp/a", "x"), About(2, "exp/a", "y")}), (Labels{{"run", "exp/a"}}));
+  // Values the items do not share are no label (a send frozen before a reload regrouped it).
+  EXPECT_EQ(GroupLabels({"run", "rule"}, {About(1, "exp/a", "x"), About(2, "exp/b", "x")}), (Labels{{"rule", "x"}}));
+  Group g;
+  g.labels = {{"run", "exp/a"}};
+  g.items = {About(1, "exp/a", "x"), About(1, "exp/a", "x", "finding.resolved"), About(2, "exp/a", "y")};
+  EXPECT_EQ(GroupTitle(g), "2 findings on run exp/a");
+  EXPECT_EQ(GroupSummary(g), "2 firing · 1 resolved");
+  g.kind = "digest";
+  g.labels.clear();
+  EXPECT_EQ(GroupTitle(g), "Digest: 3 changes to 2 findings");
+  EXPECT_EQ(GroupSummary(g), "2 firing · 1 resolved\nBy rule: x 2, y 1\nBy run: exp/a 3");
+}
+
+TEST(NotifyRender, SlackGroupMessageStaysInsideSlacksLimits) {
+  Group g;
+  g.labels = {{"run", "exp/a"}};
+  for (int i = 0; i < 120; ++i) {
+    Notification n = About(i + 1, "exp/a", "rule_" + std::to_string(i));
+    n.title = std::string(400, 'T');
+    n.message.clear();
+    for (int k = 0; k < 2000; ++k) n.message += "€";
+    g.items.push_back(n);
+  }
+  json::value v = json::parse(SlackGroupMessage(g, "http://tb/{run}"));
+  const json::array& blocks = v.at("blocks").as_array();
+  EXPECT_LE(blocks.size(), 50u);
+  EXPECT_LE(v.at("text").as_string().size(), 3000u);
+  EXPECT_EQ(blocks[0].at("text").at("text").as_string(), "🔴 120 findings on run exp/a");
+  for (const auto& b : blocks) {
+    const json::object& o = b.as_object();
+    if (o.at("type") == "header") {
+      EXPECT_LE(o.at("text").at("text").as_string().size(), 150u);
+    }
+    if (o.contains("text")) {
+      EXPECT_LE(o.at("text").at("text").as_string().size(), 3000u);
+    }
+  }
+  const std::string all = json::serialize(v);
+  EXPECT_NE(all.find("…and 81 more"), std::string::npos) << all.substr(all.size() - 500);
+  EXPECT_NE(all.find("http://tb/exp%2Fa|Open the run"), std::string::npos);
+  EXPECT_NE(all.find("120 firing"), std::string::npos);
+  // All resolved: the check mark.
+  Group done;
+  done.labels = {{"run", "exp/a"}};
+  done.items = {About(1, "exp/a", "x", "finding.resolved"), About(2, "exp/a", "y", "finding.resolved")};
+  EXPECT_EQ(json::parse(SlackGroupMessage(done, "")).at("blocks").at(0).at("text").at("text").as_string(),
+            "✅ 2 findings on run exp/a");
+}
+
+TEST(NotifyRender, AGroupPayloadCarriesEachVersionOnePayloadInOrder) {
+  Group g;
+  g.labels = {{"run", "exp/a"}};
+  g.since = 990;
+  g.items = {About(1, "exp/a", "x"), About(1, "exp/a", "x", "finding.resolved"), About(2, "exp/a", "y")};
+  json::value v = json::parse(GroupPayload(g, "hook", 1000));
+  EXPECT_EQ(v.at("version"), 1);
+  EXPECT_EQ(v.at("type"), "group");
+  EXPECT_EQ(v.at("time"), 1000);
+  const json::value& group = v.at("group");
+  EXPECT_EQ(group.at("kind"), "group");
+  EXPECT_EQ(group.at("channel"), "hook");
+  EXPECT_EQ(group.at("labels").at("run"), "exp/a");
+  EXPECT_EQ(group.at("count"), 3);
+  EXPECT_EQ(group.at("findings"), 2);
+  EXPECT_EQ(group.at("since"), 990);
+  EXPECT_EQ(group.at("events").at("finding.firing"), 2);
+  EXPECT_EQ(group.at("events").at("finding.resolved"), 1);
+  EXPECT_EQ(group.at("rules").at("x"), 2);
+  const json::array& items = v.at("notifications").as_array();
+  ASSERT_EQ(items.size(), 3u);
+  for (size_t i = 0; i < items.size(); ++i) {
+    Result<Notification> n = FromPayload(json::serialize(items[i]));
+    ASSERT_TRUE(n.ok()) << n.status().message();
+    EXPECT_EQ(n->event, g.items[i].event);
+    EXPECT_EQ(n->finding_id, g.items[i].finding_id);
+    EXPECT_EQ(n->message, g.items[i].message);
+  }
+}
+
+TEST(NotifyRender, AGroupEmailListsEveryFindingInOrderEscaped) {
+  Group g;
+  g.labels = {{"run", "exp/a"}};
+  g.items = {About(1, "exp/a", "x"), About(1, "exp/a", "x", "finding.resolved"), About(2, "exp/a", "y")};
+  g.items[2].message = "x<script>";
+  const EmailContent e = RenderGroupEmail(g, "http://tb/{run}");
+  EXPECT_EQ(e.subject, "[trainwatch] 2 findings on run exp/a (2 firing, 1 resolved)");
+  ExpectInOrder(e.text, {"2 firing, 1 resolved", "CRITICAL", "message of finding 1 (finding.firing)", "RESOLVED",
+                         "message of finding 1 (finding.resolved)", "x<script>", "http://tb/exp%2Fa"});
+  ExpectInOrder(e.html, {"message of finding 1 (finding.firing)", "RESOLVED", "message of finding 1 (finding.resolved)",
+                         "x&lt;script&gt;"});
+  EXPECT_EQ(e.html.find("<script>"), std::string::npos);
+}
+
+TEST_F(NotifyGroup, GroupWaitCollectsARunsFindingsIntoOneSlackMessage) {
+  const std::vector<ChannelConfig> chans = {Grouped("slack")};
+  Queue(chans, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue(chans, 2, 1002, About(4, "exp/b", "rule_a"));
+  Queue(chans, 3, 1005, About(2, "exp/a", "rule_b"));
+  Queue(chans, 4, 1010, About(3, "exp/a", "rule_c"));
+  auto d = Open(chans);
+  EXPECT_TRUE(Run(*d, 1000).empty());
+  EXPECT_DOUBLE_EQ(d->next_due(), 1030);  // exp/a's oldest message + group_wait (30 s)
+  EXPECT_TRUE(Run(*d, 1029.9).empty());
+  EXPECT_EQ(server_.requests().size(), 0u);
+  std::vector<Attempt> a = Run(*d, 1030);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].state, "sent") << a[0].result.detail;
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 3, 4}));
+  EXPECT_EQ(a[0].key, "tw-group-1-4-ch");
+  ASSERT_EQ(server_.requests().size(), 1u);
+  const json::value body = Body(0);
+  EXPECT_EQ(SlackHeader(body), "🔴 3 findings on run exp/a");
+  const std::string all = json::serialize(body);
+  ExpectInOrder(all, {"3 firing", "message of finding 1", "message of finding 2", "message of finding 3"});
+  EXPECT_EQ(all.find("message of finding 4"), std::string::npos);  // another run, another message
+  EXPECT_DOUBLE_EQ(d->next_due(), 1032);
+  a = Run(*d, 1032);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].key, "tw-2-ch");
+  // A group of one is an ungrouped message, exactly.
+  ASSERT_EQ(server_.requests().size(), 2u);
+  Result<Notification> alone = FromPayload(ToPayload(About(4, "exp/b", "rule_a")));
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(server_.requests()[1].body, SlackMessage(*alone, ""));
+  EXPECT_EQ(Count("state = 'sent'"), 4);
+  EXPECT_EQ(Count("batch = 1"), 3);
+  EXPECT_TRUE(Run(*d, 2000).empty());
+}
+
+TEST_F(NotifyGroup, GroupIntervalHoldsChangesToANotifiedGroupThenSendsOnlyThem) {
+  const std::vector<ChannelConfig> chans = {Grouped("slack")};
+  Queue(chans, 1, 1000, About(1, "exp/a", "rule_a"));
+  auto d = Open(chans);
+  ASSERT_EQ(Run(*d, 1030).size(), 1u);
+  Queue(chans, 2, 1100, About(2, "exp/a", "rule_b"));
+  Queue(chans, 3, 1120, About(3, "exp/a", "rule_c"));
+  EXPECT_TRUE(Run(*d, 1130).empty());  // group_wait has passed; group_interval (300 s) has not
+  EXPECT_DOUBLE_EQ(d->next_due(), 1330);
+  EXPECT_TRUE(Run(*d, 1329.9).empty());
+  std::vector<Attempt> a = Run(*d, 1330);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{2, 3}));
+  ASSERT_EQ(server_.requests().size(), 2u);
+  const json::value body = Body(1);
+  EXPECT_EQ(SlackHeader(body), "🔴 2 findings on run exp/a");
+  const std::string all = json::serialize(body);
+  ExpectInOrder(all, {"message of finding 2", "message of finding 3"});
+  EXPECT_EQ(all.find("message of finding 1"), std::string::npos);  // sent before: not again
+  EXPECT_EQ(testing::QueryInt(db_path_, "SELECT last_sent FROM notify_groups WHERE channel = 'ch'"), 1330);
+  // A quiet group starts afresh: the next change waits group_wait, not more.
+  Queue(chans, 4, 2000, About(4, "exp/a", "rule_d"));
+  EXPECT_TRUE(Run(*d, 2029).empty());
+  EXPECT_EQ(Run(*d, 2030).size(), 1u);
+}
+
+TEST_F(NotifyGroup, AFailedGroupSendRetriesWholeAfterBackoffAndRetryAfterUnderOneKey) {
+  ChannelConfig c = Grouped("webhook");
+  c.group_by = {"run"};
+  c.group_wait_seconds = 10;
+  c.group_interval_seconds = 60;
+  server_.Script({{500, "oops"}, {429, "slow down", {{"Retry-After", "7"}}}, {200}});
+  Queue({c}, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue({c}, 2, 1001, About(2, "exp/a", "rule_b"));
+  auto d = Open({c});
+  std::vector<Attempt> a = Run(*d, 1010);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].state, "pending");
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 2}));
+  const double t1 = a[0].next_attempt;
+  EXPECT_GE(t1 - 1010, 0.4);  // attempt 1: 0.5 s, +-20%
+  EXPECT_LE(t1 - 1010, 0.6);
+  EXPECT_EQ(Count("state = 'pending' AND attempts = 1 AND batch = 1 AND last_status = 500"), 2);
+  Queue({c}, 3, 1010.2, About(3, "exp/a", "rule_c"));  // after the send was made: not in it
+  EXPECT_TRUE(Run(*d, t1 - 0.01).empty());
+  a = Run(*d, t1);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].result.http_status, 429);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 2}));
+  EXPECT_DOUBLE_EQ(a[0].next_attempt, t1 + 7);  // the receiver's Retry-After
+  EXPECT_TRUE(Run(*d, t1 + 6.9).empty());
+  a = Run(*d, t1 + 7);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].state, "sent");
+  EXPECT_EQ(Count("state = 'sent' AND attempts = 3"), 2);
+  const std::vector<testing::RecordedRequest> reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(reqs[i].headers.at("webhook-id"), "tw-group-1-2-ch") << i;
+    const json::value body = json::parse(reqs[i].body);
+    EXPECT_EQ(body.at("type"), "group");
+    EXPECT_EQ(body.at("notifications").as_array().size(), 2u) << i;
+  }
+  // The message queued meanwhile waits for group_interval after the group's send, then goes
+  // alone: an ungrouped payload.
+  EXPECT_TRUE(Run(*d, t1 + 66.9).empty());
+  a = Run(*d, t1 + 67.01);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].key, "tw-3-ch");
+  EXPECT_EQ(Body(3).at("type"), "finding.firing");
+}
+
+TEST_F(NotifyGroup, ADeadGroupSendMarksAllItsMessagesDead) {
+  const std::vector<ChannelConfig> chans = {Grouped("slack")};
+  server_.Script({{404, "channel_not_found"}});
+  for (int i = 1; i <= 3; ++i) Queue(chans, i, 1000, About(i, "exp/a", "rule_" + std::to_string(i)));
+  auto d = Open(chans);
+  std::vector<Attempt> a = Run(*d, 1030);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].state, "dead");
+  EXPECT_EQ(a[0].message_ids.size(), 3u);
+  EXPECT_EQ(Count("state = 'dead' AND last_status = 404 AND last_error LIKE '%channel_not_found%'"), 3);
+  EXPECT_EQ(testing::QueryInt(db_path_, "SELECT count(*) FROM notify_groups"), 0);  // nothing went out
+  EXPECT_TRUE(Run(*d, 5000).empty());
+  EXPECT_EQ(server_.requests().size(), 1u);
+}
+
+TEST_F(NotifyGroup, FiringThenResolvedInOneWindowGoInOneMessageInOrder) {
+  ChannelConfig c = Grouped("webhook");
+  c.group_by = {"run"};
+  Queue({c}, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue({c}, 2, 1005, About(1, "exp/a", "rule_a", "finding.resolved"));
+  auto d = Open({c});
+  EXPECT_TRUE(Run(*d, 1029).empty());
+  ASSERT_EQ(Run(*d, 1030).size(), 1u);
+  const json::value body = Body(0);
+  EXPECT_EQ(body.at("type"), "group");
+  EXPECT_EQ(body.at("group").at("labels").at("run"), "exp/a");
+  EXPECT_EQ(body.at("group").at("findings"), 1);
+  const json::array& items = body.at("notifications").as_array();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].at("type"), "finding.firing");
+  EXPECT_EQ(items[1].at("type"), "finding.resolved");
+}
+
+TEST_F(NotifyGroup, AResolutionQueuedWhileItsFiringRetriesGoesAfterIt) {
+  ChannelConfig c = Grouped("webhook");
+  c.group_by = {"run"};
+  server_.Script({{503, "busy"}});
+  Queue({c}, 1, 1000, About(1, "exp/a", "rule_a"));
+  {
+    auto d = Open({c});
+    std::vector<Attempt> a = Run(*d, 1030);
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(a[0].state, "pending");
+  }
+  Queue({c}, 2, 1030.1, About(1, "exp/a", "rule_a", "finding.resolved"));
+  // A reload (and restart) that turns grouping off: the resolution would be due at once, and
+  // still waits for its firing's retry.
+  c.group_by.clear();
+  c.group_wait_seconds = c.group_interval_seconds = 0;
+  auto d = Open({c});
+  EXPECT_TRUE(Run(*d, 1030.2).empty());
+  std::vector<Attempt> a = Run(*d, 1031);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].message_ids, std::vector<int64_t>{1});
+  EXPECT_EQ(a[1].message_ids, std::vector<int64_t>{2});
+  std::vector<std::string> types;
+  for (size_t i = 0; i < 3; ++i) types.push_back(std::string(Body(i).at("type").as_string()));
+  EXPECT_EQ(types, (std::vector<std::string>{"finding.firing", "finding.firing", "finding.resolved"}));
+}
+
+TEST_F(NotifyGroup, AStillFiringFindingIsRepeatedAfterTheIntervalUnlessResolvedOrSilenced) {
+  store::Db& db = store_->db();
+  ASSERT_TRUE(db.Exec("INSERT INTO runs(run_id, root, name, first_seen) VALUES (1, '/r', 'exp/a', 0), "
+                      "(2, '/r', 'exp/b', 0), (3, '/r', 'exp/c', 0);"
+                      "INSERT INTO findings(finding_id, rule, run_id, series_id, severity, state, first_seen, "
+                      "last_seen, message, title) VALUES (1, 'loss_spikes', 1, 0, 'critical', 'firing', 0, 0, "
+                      "'spiky a', 'Loss spikes'), (2, 'loss_spikes', 2, 0, 'critical', 'firing', 0, 0, 'spiky b', "
+                      "'Loss spikes'), (3, 'loss_spikes', 3, 0, 'critical', 'firing', 0, 0, 'spiky c', 'Loss spikes');"
+                      "INSERT INTO finding_transitions(transition_id, finding_id, time, from_state, to_state, "
+                      "severity, message) VALUES (1, 1, 1000, 'pending', 'firing', 'critical', 'm'), "
+                      "(2, 2, 1000, 'pending', 'firing', 'critical', 'm'), (3, 3, 1000, 'pending', 'firing', 'critical', 'm')")
+                  .ok());
+  ChannelConfig c = Channel("webhook");
+  c.repeat_interval_seconds = 3600;
+  c.send_resolved = false;  // so its last message about a finding that resolves is the firing
+  for (int t = 1; t <= 3; ++t) ASSERT_TRUE(QueueTransition(db, {c}, t, "pending", "firing", 1000).ok());
+  auto d = Open({c});
+  ASSERT_EQ(Run(*d, 1000).size(), 3u);
+  // Finding 3 resolves; exp/b is silenced from 1500 until 9000.
+  ASSERT_TRUE(db.Exec("UPDATE findings SET state = 'resolved' WHERE finding_id = 3;"
+                      "INSERT INTO finding_transitions(transition_id, finding_id, time, from_state, to_state, "
+                      "severity, message) VALUES (4, 3, 1001, 'firing', 'resolved', 'critical', 'm');"
+                      "INSERT INTO silences(run_glob, created, expires) VALUES ('exp/b', 1500, 9000)")
+                  .ok());
+  Result<int> resolved = QueueTransition(db, {c}, 4, "firing", "resolved", 1001);
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(*resolved, 0);
+  const std::string repeats = "event = 'finding.repeat'";
+  EXPECT_TRUE(Run(*d, 4599).empty());
+  EXPECT_EQ(Count(repeats), 0);
+  EXPECT_DOUBLE_EQ(d->next_due(), 4600);  // finding 1's last message + repeat_interval
+  std::vector<Attempt> a = Run(*d, 4600);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].key, "tw-repeat-1-ch");
+  EXPECT_EQ(Count(repeats), 1);
+  EXPECT_EQ(Count(repeats + " AND finding_id = 1 AND state = 'sent'"), 1);
+  const json::value body = Body(3);
+  EXPECT_EQ(body.at("type"), "finding.repeat");
+  EXPECT_EQ(body.at("finding").at("id"), 1);
+  EXPECT_EQ(body.at("finding").at("state"), "firing");
+  EXPECT_EQ(body.at("finding").at("message"), "spiky a");
+  EXPECT_TRUE(Run(*d, 4601).empty());
+  EXPECT_TRUE(Run(*d, 8199).empty());  // the repeat's own interval
+  EXPECT_EQ(Run(*d, 8200).size(), 1u);
+  EXPECT_EQ(Count(repeats + " AND finding_id = 1"), 2);
+  EXPECT_EQ(Count(repeats + " AND finding_id = 2"), 0);  // silenced
+  EXPECT_EQ(Run(*d, 9000).size(), 1u);                   // the silence is over
+  EXPECT_EQ(Count(repeats + " AND finding_id = 2"), 1);
+  EXPECT_TRUE(Run(*d, 20000).size() == 2u);              // 1 and 2 again; never 3
+  EXPECT_EQ(Count(repeats + " AND finding_id = 3"), 0);
+}
+
+TEST_F(NotifyGroup, ADigestSendsEveryChangeOfItsPeriodInOneMessage) {
+  ChannelConfig slack = Grouped("slack", "s"), hook = Grouped("webhook", "w");
+  slack.digest_minutes = hook.digest_minutes = 10;
+  const std::vector<ChannelConfig> chans = {slack, hook};
+  Queue(chans, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue(chans, 2, 1100, About(2, "exp/b", "rule_a"));
+  Queue(chans, 3, 1300, About(3, "exp/a", "rule_b"));
+  Queue(chans, 4, 1500, About(4, "exp/b", "rule_b", "finding.escalated"));
+  auto d = Open(chans);
+  EXPECT_TRUE(Run(*d, 1000).empty());
+  EXPECT_TRUE(Run(*d, 1599.9).empty());
+  std::vector<Attempt> a = Run(*d, 1600);  // the first change + 10 minutes
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].message_ids.size(), 4u);
+  EXPECT_EQ(a[1].message_ids.size(), 4u);
+  ASSERT_EQ(server_.requests().size(), 2u);
+  const json::value s = Body(0), w = Body(1);
+  EXPECT_EQ(SlackHeader(s), "🔴 Digest: 4 changes to 4 findings");
+  ExpectInOrder(json::serialize(s), {"3 firing · 1 escalated", "By rule: rule_a 2, rule_b 2", "By run: exp/a 2, exp/b 2",
+                                     "message of finding 1", "message of finding 2", "message of finding 3",
+                                     "message of finding 4"});
+  EXPECT_EQ(w.at("type"), "digest");
+  EXPECT_EQ(w.at("group").at("kind"), "digest");
+  EXPECT_EQ(w.at("group").at("count"), 4);
+  EXPECT_EQ(w.at("group").at("rules").at("rule_a"), 2);
+  EXPECT_EQ(w.at("group").at("runs").at("exp/b"), 2);
+  EXPECT_EQ(w.at("group").at("events").at("finding.escalated"), 1);
+  const json::array& items = w.at("notifications").as_array();
+  ASSERT_EQ(items.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(items[i].at("finding").at("id"), static_cast<int64_t>(i + 1));
+  // The next change opens the next period.
+  Queue(chans, 5, 1700, About(5, "exp/a", "rule_c"));
+  EXPECT_TRUE(Run(*d, 2299).empty());
+  EXPECT_EQ(Run(*d, 2300).size(), 2u);
+  EXPECT_EQ(server_.requests().size(), 4u);
+}
+
+TEST_F(NotifyGroup, ARestartDuringGroupWaitStillSendsTheGroupOnceOnTime) {
+  const std::vector<ChannelConfig> chans = {Grouped("slack")};
+  Queue(chans, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue(chans, 2, 1010, About(2, "exp/a", "rule_b"));
+  {
+    auto d = Open(chans);
+    EXPECT_TRUE(Run(*d, 1015).empty());
+  }  // gone in the middle of the group's wait
+  Queue(chans, 3, 1020, About(3, "exp/a", "rule_c"));
+  auto d = Open(chans);
+  EXPECT_TRUE(Run(*d, 1029).empty());
+  EXPECT_DOUBLE_EQ(d->next_due(), 1030);
+  std::vector<Attempt> a = Run(*d, 1030);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_TRUE(Run(*d, 1400).empty());
+  EXPECT_EQ(server_.requests().size(), 1u);
+  EXPECT_EQ(SlackHeader(Body(0)), "🔴 3 findings on run exp/a");
+}
+
+TEST_F(NotifyGroup, ASendCutOffByACrashGoesAgainWithTheSameMessagesAndKey) {
+  ChannelConfig c = Grouped("webhook");
+  c.group_by = {"run"};
+  Queue({c}, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue({c}, 2, 1000, About(2, "exp/a", "rule_b"));
+  {
+    auto d = Open({c});
+    ASSERT_EQ(Run(*d, 1030).size(), 1u);
+  }
+  // As if the process died after the receiver's answer, before the outcome was written: the
+  // messages were frozen in their send before it, and are still pending.
+  ASSERT_TRUE(store_->db().Exec("UPDATE outbox SET state = 'pending', attempts = 0, sent_at = NULL; "
+                                "DELETE FROM notify_groups").ok());
+  Queue({c}, 3, 1040, About(3, "exp/a", "rule_c"));
+  auto d = Open({c});
+  std::vector<Attempt> a = Run(*d, 1041);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 2}));
+  const std::vector<testing::RecordedRequest> reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[0].headers.at("webhook-id"), "tw-group-1-2-ch");
+  EXPECT_EQ(reqs[1].headers.at("webhook-id"), "tw-group-1-2-ch");
+  EXPECT_EQ(json::parse(reqs[1].body).at("notifications").as_array().size(), 2u);
+  // The newcomer goes on its own, group_interval later.
+  EXPECT_TRUE(Run(*d, 1340).empty());
+  a = Run(*d, 1341);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].key, "tw-3-ch");
+}
+
+TEST_F(NotifyGroup, AGroupLargerThanOneSendGoesInSeveralWithoutWaitingAgain) {
+  ChannelConfig c = Grouped("webhook");
+  c.group_by = {"run"};
+  for (int i = 1; i <= 5; ++i) Queue({c}, i, 1000, About(i, "exp/a", "rule_" + std::to_string(i)));
+  DeliveryOptions o;
+  o.max_batch = 2;
+  auto d = Open({c}, o);
+  EXPECT_TRUE(Run(*d, 1029).empty());
+  std::vector<Attempt> a = Run(*d, 1030);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 2}));
+  a = Run(*d, 1030);  // the rest was waiting already: no group_interval for it
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{3, 4}));
+  a = Run(*d, 1030);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, std::vector<int64_t>{5});
+  // A change after that is news: it waits for group_interval.
+  Queue({c}, 6, 1031, About(6, "exp/a", "rule_6"));
+  EXPECT_TRUE(Run(*d, 1031).empty());
+  EXPECT_DOUBLE_EQ(d->next_due(), 1330);
+}
+
+TEST_F(NotifyGroup, ASendCutOffByACrashGoesFirstEvenAfterARegrouping) {
+  ChannelConfig c = Grouped("webhook");
+  c.group_by = {"run"};
+  Queue({c}, 1, 900, About(8, "exp/b", "rule_y"));
+  auto first = Open({c});
+  ASSERT_EQ(Run(*first, 930).size(), 1u);                // exp/b was notified at 930
+  Queue({c}, 2, 1000, About(9, "exp/b", "rule_x"));      // so this waits for group_interval
+  Queue({c}, 3, 1000, About(2, "exp/a", "rule_x"));      // while finding 2's firing goes at 1030
+  std::vector<Attempt> a = Run(*first, 1030);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(a[0].message_ids, std::vector<int64_t>{3});
+  first.reset();
+  // The process died before the outcome of message 3's send was written.
+  ASSERT_TRUE(store_->db().Exec("UPDATE outbox SET state = 'pending', attempts = 0, sent_at = NULL "
+                                "WHERE message_id = 3; DELETE FROM notify_groups WHERE group_key LIKE '%exp/a%'")
+                  .ok());
+  Queue({c}, 4, 1040, About(2, "exp/a", "rule_x", "finding.resolved"));
+  // The restart comes with a reload that groups by rule at once: messages 2 and 4 (finding 2's
+  // resolution) now share a group older than message 3, finding 2's firing, which still goes first.
+  c.group_by = {"rule"};
+  c.group_wait_seconds = c.group_interval_seconds = 0;
+  auto d = Open({c});
+  a = Run(*d, 1041);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].message_ids, std::vector<int64_t>{3});
+  EXPECT_EQ(a[1].message_ids, (std::vector<int64_t>{2, 4}));
+  ASSERT_EQ(server_.requests().size(), 4u);
+  EXPECT_EQ(Body(2).at("type"), "finding.firing");
+  EXPECT_EQ(Body(2).at("finding").at("id"), 2);
+  const json::value group = Body(3);
+  EXPECT_EQ(group.at("group").at("labels").at("rule"), "rule_x");
+  EXPECT_EQ(group.at("notifications").at(1).at("type"), "finding.resolved");
+  EXPECT_EQ(group.at("notifications").at(1).at("finding").at("id"), 2);
 }
 
 }  // namespace

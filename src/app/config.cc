@@ -232,6 +232,68 @@ Status LoadEmailKeys(const std::string& path, const std::string& label, const Se
   return GetSecret(path, label, cs, "password", &ch->password, literal_secret);
 }
 
+// A channel's grouping: group_by, group_wait_seconds, group_interval_seconds,
+// repeat_interval_seconds, digest_minutes (docs/notifications.md). A key that would have no
+// effect (group_wait_seconds without grouping, group_by beside a digest) is refused, as is a
+// wait a message could not outlive (max_age_hours).
+Status LoadGroupingKeys(const std::string& path, const Section& cs, double max_age_seconds,
+                        notify::ChannelConfig* ch) {
+  const std::string who = "channel '" + ch->name + "': ";
+  const auto at = [&](const char* key) { return Where(path, cs.node(key)->source()) + who; };
+  if (const toml::node* n = cs.node("group_by")) {
+    TW_RETURN_IF_ERROR(cs.GetStrings("group_by", &ch->group_by));
+    std::set<std::string> seen;
+    for (const toml::node& e : *n->as_array()) {
+      const std::string field = *e.value<std::string>();
+      if (!notify::IsGroupField(field))
+        return InvalidArgument(Where(path, e.source()) + who + "group_by: '" + field +
+                               "' is not a field to group by (run, rule; [] for no grouping)");
+      if (!seen.insert(field).second)
+        return InvalidArgument(Where(path, e.source()) + who + "group_by names '" + field + "' twice");
+    }
+  }
+  const auto seconds = [&](const char* key, double lo, double hi, const char* range, double* out) -> Status {
+    TW_RETURN_IF_ERROR(cs.Get(key, "a number of seconds", out));
+    if (cs.node(key) && (*out < lo || *out > hi))
+      return InvalidArgument(at(key) + key + " must be " + range);
+    return Status::Ok();
+  };
+  TW_RETURN_IF_ERROR(seconds("group_wait_seconds", 0, 3600, "between 0 and 3600", &ch->group_wait_seconds));
+  TW_RETURN_IF_ERROR(seconds("group_interval_seconds", 0, 86400, "between 0 and 86400", &ch->group_interval_seconds));
+  TW_RETURN_IF_ERROR(seconds("repeat_interval_seconds", 0, 30 * 86400, "0 (never) or between 60 and 2592000 (30 days)",
+                             &ch->repeat_interval_seconds));
+  if (ch->repeat_interval_seconds > 0 && ch->repeat_interval_seconds < 60)
+    return InvalidArgument(at("repeat_interval_seconds") +
+                           "repeat_interval_seconds must be 0 (never) or between 60 and 2592000 (30 days)");
+  TW_RETURN_IF_ERROR(cs.Get("digest_minutes", "a number of minutes", &ch->digest_minutes));
+  if (cs.node("digest_minutes") && (ch->digest_minutes < 0 || ch->digest_minutes > 1440))
+    return InvalidArgument(at("digest_minutes") + "digest_minutes must be between 0 (no digest) and 1440");
+  // Settings that would do nothing are mistakes, like typos.
+  for (const char* key : {"group_by", "group_wait_seconds", "group_interval_seconds"})
+    if (ch->digest_minutes > 0 && cs.node(key))
+      return InvalidArgument(at(key) + key + " has no effect with digest_minutes (a digest holds every message "
+                             "of the channel)");
+  for (const char* key : {"group_wait_seconds", "group_interval_seconds"})
+    if (ch->digest_minutes == 0 && ch->group_by.empty() && cs.node(key))
+      return InvalidArgument(at(key) + key + " has no effect without grouping (group_by is empty" +
+                             (cs.node("group_by") ? "" : " by default for a " + ch->type + " channel") +
+                             "; set group_by = [\"run\"] to group)");
+  // A message waits for its group at most this long before its first attempt; max_age counts
+  // from its queueing, so it must leave time to deliver.
+  const double longest = ch->digest_minutes > 0 ? ch->digest_minutes * 60
+                         : ch->group_by.empty() ? 0
+                                                : std::max(ch->group_wait_seconds, ch->group_interval_seconds);
+  if (longest >= max_age_seconds) {
+    const char* key = ch->digest_minutes > 0 ? "digest_minutes"
+                      : cs.node("group_interval_seconds") ? "group_interval_seconds"
+                      : cs.node("group_wait_seconds") ? "group_wait_seconds" : nullptr;
+    return InvalidArgument((key ? at(key) : Where(path, cs.node("name")->source()) + who) +
+                           "messages would wait for their group longer than [notify] max_age_hours allows "
+                           "them to live; lower the wait or raise max_age_hours");
+  }
+  return Status::Ok();
+}
+
 // [notify]: max_age_hours. [[notify.channel]]: one table per channel (docs/notifications.md).
 Status LoadNotifySection(const std::string& path, const fs::path& base, const toml::table& root, Config* c) {
   const toml::node* n = root.get("notify");
@@ -258,7 +320,9 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     const std::string where = Where(path, e.source()).substr(path.size() + 2);
     Section cs(path, "notify.channel", ct);
     std::set<std::string> known = {"name", "type", "min_severity", "rules", "runs", "send_resolved",
-                                   "min_interval_seconds", "link", "timeout_seconds", "ca_file"};
+                                   "min_interval_seconds", "link", "timeout_seconds", "ca_file",
+                                   "group_by", "group_wait_seconds", "group_interval_seconds",
+                                   "repeat_interval_seconds", "digest_minutes"};
     for (const auto& [key, types] : TypedChannelKeys()) known.insert(key);
     TW_RETURN_IF_ERROR(cs.CheckKeys(known));
     std::string name, type;
@@ -310,6 +374,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     std::string ca;
     TW_RETURN_IF_ERROR(cs.Get("ca_file", "a string (a PEM file)", &ca));
     if (!ca.empty()) ch.http.ca_file = Resolve(base, ca);
+    TW_RETURN_IF_ERROR(LoadGroupingKeys(path, cs, c->notify_max_age_seconds, &ch));
     c->channels.push_back(std::move(ch));
   }
   // A secret written in the file is only as safe as the file.

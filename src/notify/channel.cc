@@ -21,6 +21,10 @@ ChannelConfig ChannelConfig::Defaults(const std::string& name, const std::string
   c.min_interval_seconds = type == "slack" ? 1.0 : email ? 10.0 : 0.0;
   if (type == "email") c.http.timeout_seconds = 30;
   if (type == "sendgrid") c.url = kSendGridUrl;
+  if (type == "webhook" || type == "console") {
+    c.group_by.clear();
+    c.repeat_interval_seconds = 0;
+  }
   return c;
 }
 
@@ -100,19 +104,30 @@ class ConsoleChannel : public Channel {
     std::cout << ConsoleLine(n) << std::endl;
     return {SendResult::Kind::kSent, 0, -1, "printed"};
   }
+  SendResult SendGroup(const Group& g, const std::string&, double) override {
+    for (const Notification& n : g.items) std::cout << ConsoleLine(n) << "\n";
+    std::cout << std::flush;
+    return {SendResult::Kind::kSent, 0, -1, "printed"};
+  }
 };
 
 class SlackChannel : public Channel {
  public:
   SlackChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
   SendResult Send(const Notification& n, const std::string&, double now) override {
-    const std::string body = SlackMessage(n, ExpandLinkTemplate(config().link_template, n));
+    return Post(SlackMessage(n, ExpandLinkTemplate(config().link_template, n)), now);
+  }
+  SendResult SendGroup(const Group& g, const std::string&, double now) override {
+    return Post(SlackGroupMessage(g, config().link_template), now);
+  }
+
+ private:
+  SendResult Post(const std::string& body, double now) {
     return JudgeSlack(HttpPost(url_, {{"Content-Type", "application/json; charset=utf-8"}}, body,
                                config().http),
                       now);
   }
 
- private:
   Url url_;
 };
 
@@ -120,7 +135,14 @@ class WebhookChannel : public Channel {
  public:
   WebhookChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
   SendResult Send(const Notification& n, const std::string& message_id, double now) override {
-    const std::string body = ToPayload(n);
+    return Post(ToPayload(n), message_id, now);
+  }
+  SendResult SendGroup(const Group& g, const std::string& message_id, double now) override {
+    return Post(GroupPayload(g, config().name, now), message_id, now);
+  }
+
+ private:
+  SendResult Post(const std::string& body, const std::string& message_id, double now) {
     const int64_t ts = static_cast<int64_t>(now);
     Headers h = {{"Content-Type", "application/json"},
                  {"webhook-id", message_id},
@@ -130,7 +152,6 @@ class WebhookChannel : public Channel {
     return JudgeWebhook(HttpPost(url_, h, body, config().http), now);
   }
 
- private:
   Url url_;
 };
 

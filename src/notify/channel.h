@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "notify/group.h"
 #include "notify/http_client.h"
 #include "notify/notification.h"
 
@@ -35,11 +36,20 @@ struct ChannelConfig {
   double min_interval_seconds = 1.0;  // rate limit: at most one message per this
   std::string link_template;          // see ExpandLinkTemplate
   HttpOptions http;  // email uses its timeout (whole SMTP session) and ca_file too
+  // Grouping (docs/notifications.md), done by the Deliverer from the outbox at send time.
+  std::vector<std::string> group_by = {"run"};  // "run", "rule"; empty: no grouping, one message each
+  double group_wait_seconds = 30;               // a new group waits this long for related changes
+  double group_interval_seconds = 300;          // a group's next message at most this often
+  double repeat_interval_seconds = 4 * 3600;    // a finding still firing is repeated; 0: never
+  double digest_minutes = 0;                    // > 0: one summary message per this period, all groups
 
   // The defaults per type: resolved messages on for webhooks and the console, off for Slack
   // and email; Slack at about one message per second (its documented limit), email at one per
   // 10 s (an inbox is not a chat), the others unlimited. SMTP gets 30 s: servers may check a
   // message at length before they answer its end. sendgrid's url is SendGrid's API.
+  // Grouping by run (group_wait 30 s, group_interval 5 min) and repeats every 4 h for the
+  // channels people read (Slack, email); none for webhooks (machine receivers get every event
+  // as it comes, as the version 1 payload they always had) and the console (a log).
   static ChannelConfig Defaults(const std::string& name, const std::string& type);
   bool operator==(const ChannelConfig&) const = default;
 };
@@ -62,6 +72,9 @@ class Channel {
   const ChannelConfig& config() const { return config_; }
   // Sends one message. `message_id` is the outbox's idempotency key; `now` is unix seconds.
   virtual SendResult Send(const Notification& n, const std::string& message_id, double now) = 0;
+  // Sends a group of two or more notifications as one message (a group of one goes through
+  // Send, looking exactly like an ungrouped message). `message_id` is the group send's key.
+  virtual SendResult SendGroup(const Group& g, const std::string& message_id, double now) = 0;
 
  private:
   ChannelConfig config_;

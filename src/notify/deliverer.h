@@ -6,6 +6,14 @@
 // exponential backoff and jitter, or after the receiver's Retry-After; a message older than
 // max_age, or one its receiver refused for good, is dead: kept, logged, shown by `status`.
 //
+// Grouping (docs/notifications.md): a channel's pending messages with the same group key (by
+// run and/or rule; every message of the channel in a digest) go as ONE send once the group is
+// due: its oldest waiting message's time + group_wait, but not before the group's last send +
+// group_interval (notify_groups). A send's members are frozen in the outbox (`batch`) before it
+// is attempted, so a retry, or a resend after a crash, carries the same messages under the same
+// key; its messages become sent, pending or dead together. A finding still firing whose last
+// message on a channel went out repeat_interval ago gets a finding.repeat message queued.
+//
 // Not thread-safe: owned by the daemon's delivery thread (or a CLI command). Time is passed
 // in, so tests drive retries and rate limits with their own clock.
 #pragma once
@@ -29,10 +37,15 @@ struct DeliveryOptions {
   double jitter = 0.2;  // each delay is scaled by a uniform factor in [1 - jitter, 1 + jitter]
   uint64_t seed = 0;    // 0: from the clock
   int max_per_channel_per_run = 100;  // bounds one RunOnce, so Stop() is heard
+  int max_batch = 100;                // messages in one group send; the rest follow at once
+  int max_scan = 5000;                // pending messages read per channel per RunOnce
+  double repeat_check_seconds = 60;   // a silenced finding's repeat is looked at again after this
 };
 
 struct Attempt {
-  int64_t message_id = 0;
+  int64_t message_id = 0;             // the send's first message
+  std::vector<int64_t> message_ids;   // all of its messages, in queue order (one unless grouped)
+  std::string key;                    // the idempotency key it was sent with
   std::string channel;
   SendResult result;
   std::string state;         // after the attempt: sent, pending (will retry), dead
@@ -47,7 +60,7 @@ class Deliverer {
                                                  std::vector<std::unique_ptr<Channel>> channels,
                                                  DeliveryOptions options = {});
 
-  // Attempts what is due at `now`; returns the attempts made.
+  // Queues the repeats due at `now`, then attempts what is due; returns the attempts made.
   Result<std::vector<Attempt>> RunOnce(double now);
   // When RunOnce has something to do next (unix seconds; +inf when the outbox is empty).
   // Valid after RunOnce; new messages queued since are not known until the next one.
@@ -57,18 +70,31 @@ class Deliverer {
   static double Backoff(const DeliveryOptions& o, int64_t attempts);
 
  private:
-  Deliverer(std::unique_ptr<store::Db> db, store::Stmt head, store::Stmt update,
-            std::vector<std::unique_ptr<Channel>> channels, DeliveryOptions options);
-  Status Record(int64_t id, const SendResult& r, int64_t attempts, double created, double now, Attempt* a);
+  struct Row;
+  struct Unit;
+  Deliverer(std::unique_ptr<store::Db> db, std::vector<std::unique_ptr<Channel>> channels,
+            DeliveryOptions options);
+  Status Prepare();
+  Status RunChannel(Channel& ch, double now, std::vector<Attempt>* out);
+  Status Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>* out);
+  Status QueueRepeats(double now);
 
   std::unique_ptr<store::Db> db_;
-  store::Stmt head_;    // a channel's oldest pending message
-  store::Stmt update_;  // an attempt's outcome
+  store::Stmt pending_;     // a channel's pending messages, oldest first (without payloads)
+  store::Stmt payload_;     // one message's payload
+  store::Stmt freeze_;      // a message joins a send
+  store::Stmt update_;      // an attempt's outcome
+  store::Stmt group_get_;   // notify_groups' last_sent
+  store::Stmt group_put_;
+  store::Stmt firing_;      // repeats: firing findings and their last message sent on a channel
+  store::Stmt repeat_;      // queues a repeat
   std::vector<std::unique_ptr<Channel>> channels_;
   DeliveryOptions options_;
   std::mt19937_64 rng_;
-  std::map<std::string, double> next_allowed_;  // channel -> earliest next send (rate limit)
+  std::map<std::string, double> next_allowed_;  // channel -> earliest next send (rate limit, retries)
   double next_due_ = 0;
+  double next_repeat_check_ = 0;  // when repeats are next looked for (0: at once)
+  bool repeats_changed_ = false;  // a message went out on a channel that repeats
 };
 
 }  // namespace tw::notify

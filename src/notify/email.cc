@@ -98,7 +98,14 @@ std::string HtmlText(std::string_view s) {
 std::string Title(const Notification& n) { return n.title.empty() ? n.rule : n.title; }
 
 std::string Headline(const Notification& n) {
-  return n.event == "finding.resolved" ? "RESOLVED" : Upper(n.severity.empty() ? "warning" : n.severity);
+  if (n.event == "finding.resolved") return "RESOLVED";
+  return Upper(n.severity.empty() ? "warning" : n.severity) + (n.event == "finding.repeat" ? " (still firing)" : "");
+}
+
+// A group's item: the headline with what changed, unless it is plain news of a firing.
+std::string ItemHeadline(const Notification& n) {
+  if (n.event == "finding.resolved" || n.event == "finding.firing") return Headline(n);
+  return Upper(n.severity.empty() ? "warning" : n.severity) + " (" + EventWords(n.event) + ")";
 }
 
 const char* Colour(const Notification& n) {
@@ -157,6 +164,46 @@ std::string Html(const Notification& n, const std::string& link, const std::stri
     h += "<p><a href=\"" + HtmlEscape(link) + "\">Open the run</a></p>\n";
   h += "<p style=\"color: #777; font-size: 90%\">trainwatch · rule <code>" + HtmlEscape(n.rule) +
        "</code> · " + HtmlEscape(n.event) + "</p>\n</body></html>\n";
+  return h;
+}
+
+std::string GroupText(const Group& g, std::string_view link_template) {
+  std::string t = GroupTitle(g) + "\n" + GroupSummary(g, ", ", 20) + "\n";
+  for (const Notification& n : g.items) {
+    const bool resolved = n.event == "finding.resolved";
+    t += "\n" + std::string(40, '-') + "\n" + ItemHeadline(n) + " · " + Title(n) + "\n";
+    t += "Run: " + n.run + "\n";
+    if (!n.series.empty()) t += "Series: " + n.series + "\n";
+    t += std::string(resolved ? "The condition no longer holds. It was: " : "") + n.message + "\n";
+    if (!resolved && !n.cause.empty()) t += "Likely cause: " + n.cause + "\n";
+    if (!resolved && !n.fix.empty()) t += "What to do: " + n.fix + "\n";
+    const std::string link = ExpandLinkTemplate(link_template, n);
+    if (!link.empty()) t += "Open the run: " + link + "\n";
+  }
+  t += "\n-- \ntrainwatch · " + std::string(g.kind == "digest" ? "digest" : "grouped") + "\n";
+  return t;
+}
+
+std::string GroupHtml(const Group& g, std::string_view link_template, const std::string& subject) {
+  std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(subject) +
+                  "</title></head>\n<body style=\"font-family: sans-serif; line-height: 1.4\">\n";
+  h += "<h2>" + HtmlEscape(GroupTitle(g)) + "</h2>\n<p>" + HtmlText(GroupSummary(g, ", ", 20)) + "</p>\n";
+  for (const Notification& n : g.items) {
+    const bool resolved = n.event == "finding.resolved";
+    h += "<hr>\n<h3 style=\"color: " + std::string(Colour(n)) + "\">" + HtmlEscape(ItemHeadline(n)) + " · " +
+         HtmlEscape(Title(n)) + "</h3>\n";
+    h += "<p><b>Run</b> <code>" + HtmlEscape(n.run) + "</code>";
+    if (!n.series.empty()) h += " &nbsp; <b>Series</b> <code>" + HtmlEscape(n.series) + "</code>";
+    h += "</p>\n<p>" + std::string(resolved ? "The condition no longer holds. It was: " : "") +
+         HtmlText(n.message) + "</p>\n";
+    if (!resolved && !n.cause.empty()) h += "<p><b>Likely cause</b>: " + HtmlText(n.cause) + "</p>\n";
+    if (!resolved && !n.fix.empty()) h += "<p><b>What to do</b>: " + HtmlText(n.fix) + "</p>\n";
+    const std::string link = ExpandLinkTemplate(link_template, n);
+    if (link.starts_with("http://") || link.starts_with("https://"))
+      h += "<p><a href=\"" + HtmlEscape(link) + "\">Open the run</a></p>\n";
+  }
+  h += "<p style=\"color: #777; font-size: 90%\">trainwatch · " +
+       std::string(g.kind == "digest" ? "digest" : "grouped") + "</p>\n</body></html>\n";
   return h;
 }
 
@@ -289,6 +336,18 @@ EmailContent RenderEmail(const Notification& n, const std::string& link) {
   c.subject = TruncateUtf8(OneLine("[trainwatch] " + Headline(n) + " " + Title(n) + " on " + n.run), kSubjectMax);
   c.text = PlainText(n, link);
   c.html = Html(n, link, c.subject);
+  return c;
+}
+
+EmailContent RenderGroupEmail(const Group& g, std::string_view link_template) {
+  EmailContent c;
+  std::string what;
+  const GroupCounts counts = CountGroup(g);
+  for (size_t i = 0; i < counts.events.size(); ++i)
+    what += (i ? ", " : "") + std::to_string(counts.events[i].second) + " " + EventWords(counts.events[i].first);
+  c.subject = TruncateUtf8(OneLine("[trainwatch] " + GroupTitle(g) + " (" + what + ")"), kSubjectMax);
+  c.text = GroupText(g, link_template);
+  c.html = GroupHtml(g, link_template, c.subject);
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "notify/group.h"
 #include "notify/notification.h"
 
 namespace tw::notify {
@@ -28,6 +29,10 @@ struct EmailContent {
   std::string html;     // a complete HTML document; every finding text escaped
 };
 EmailContent RenderEmail(const Notification& n, const std::string& link);
+// A group as one email: "[trainwatch] 3 findings on run exp/a (2 firing, 1 resolved)", then
+// each finding in queue order (a digest: with the counts per rule and run). Links per finding
+// from `link_template`.
+EmailContent RenderGroupEmail(const Group& g, std::string_view link_template);
 
 // The whole message, headers and body. `key` is the outbox's idempotency key: the Message-ID
 // is made from it (and the sender's domain), so a message sent again after a crash has the

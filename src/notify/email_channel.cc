@@ -76,12 +76,18 @@ class EmailChannel : public Channel {
       : Channel(std::move(c)), server_(std::move(server)), a_(std::move(a)) {}
 
   SendResult Send(const Notification& n, const std::string& message_id, double now) override {
-    const EmailContent content = RenderEmail(n, ExpandLinkTemplate(config().link_template, n));
+    return Mail(RenderEmail(n, ExpandLinkTemplate(config().link_template, n)), message_id, now);
+  }
+  SendResult SendGroup(const Group& g, const std::string& message_id, double now) override {
+    return Mail(RenderGroupEmail(g, config().link_template), message_id, now);
+  }
+
+ private:
+  SendResult Mail(const EmailContent& content, const std::string& message_id, double now) {
     const std::string message = BuildEmail(a_.from, a_.to, content, message_id, now);
     return JudgeSmtp(SmtpSend(server_, a_.from.address, a_.to_addresses, message));
   }
 
- private:
   SmtpServer server_;
   Addressing a_;
 };
@@ -99,7 +105,14 @@ class SendGridChannel : public Channel {
       : Channel(std::move(c)), url_(std::move(url)), a_(std::move(a)) {}
 
   SendResult Send(const Notification& n, const std::string& message_id, double now) override {
-    const EmailContent content = RenderEmail(n, ExpandLinkTemplate(config().link_template, n));
+    return Post(RenderEmail(n, ExpandLinkTemplate(config().link_template, n)), message_id, now);
+  }
+  SendResult SendGroup(const Group& g, const std::string& message_id, double now) override {
+    return Post(RenderGroupEmail(g, config().link_template), message_id, now);
+  }
+
+ private:
+  SendResult Post(const EmailContent& content, const std::string& message_id, double now) {
     Json to = Json::Array();
     for (const auto& m : a_.to) to.Push(Address(m));
     Json personalization;
@@ -122,7 +135,6 @@ class SendGridChannel : public Channel {
     return JudgeSendGrid(HttpPost(url_, headers, body.str(), config().http), now);
   }
 
- private:
   Url url_;
   Addressing a_;
 };

@@ -18,6 +18,8 @@ constexpr size_t kSectionMax = 3000;
 constexpr size_t kFieldMax = 2000;
 constexpr size_t kMaxFields = 10;
 constexpr size_t kFallbackMax = 3000;
+constexpr size_t kGroupItemsMax = 40;      // sections for a group's items: 40 + 4 others < 50 blocks
+constexpr size_t kGroupMessageMax = 600;   // bytes of each item's message in a group
 
 std::string UrlEncode(std::string_view s) {
   static const char* kHex = "0123456789ABCDEF";
@@ -133,8 +135,9 @@ std::string SlackMessage(const Notification& n, const std::string& link) {
                             (n.series.empty() ? "" : "   *Series* `" + Mrkdwn(n.series) + "`");
   Json blocks = Json::Array();
   Json header;
-  const std::string head = Emoji(n) + " " + (resolved ? "RESOLVED" : Upper(n.severity)) + " · " +
-                           (n.title.empty() ? n.rule : n.title);
+  const bool repeat = n.event == "finding.repeat";
+  const std::string head = Emoji(n) + " " + (resolved ? "RESOLVED" : Upper(n.severity)) +
+                           (repeat ? " (still firing)" : "") + " · " + (n.title.empty() ? n.rule : n.title);
   header.Str("type", "header").Nested("text", Text("plain_text", TruncateUtf8(head, kHeaderMax)));
   blocks.Push(header);
   if (resolved) {
@@ -159,9 +162,55 @@ std::string SlackMessage(const Notification& n, const std::string& link) {
   ctx.Str("type", "context").Nested("elements", ctx_el);
   blocks.Push(ctx);
 
-  const std::string fallback = (resolved ? "[resolved] " : "[" + n.severity + "] ") +
+  const std::string fallback = (resolved ? "[resolved] " : "[" + n.severity + (repeat ? ", still firing" : "") + "] ") +
                                (n.title.empty() ? n.rule : n.title) + " on " + n.run +
                                (n.series.empty() ? "" : " (" + n.series + ")") + ": " + n.message;
+  Json msg;
+  msg.Str("text", TruncateUtf8(fallback, kFallbackMax)).Nested("blocks", blocks);
+  return msg.str();
+}
+
+std::string SlackGroupMessage(const Group& g, std::string_view link_template) {
+  // The group's colour: the worst severity still firing; a check mark when all is resolved.
+  const Notification* worst = nullptr;
+  for (const Notification& n : g.items)
+    if (n.event != "finding.resolved" && (!worst || n.level() > worst->level())) worst = &n;
+  const std::string emoji = worst ? Emoji(*worst) : "✅";
+  const std::string title = GroupTitle(g);
+  Json blocks = Json::Array();
+  Json header;
+  header.Str("type", "header").Nested("text", Text("plain_text", TruncateUtf8(emoji + " " + title, kHeaderMax)));
+  blocks.Push(header);
+  blocks.Push(Section(Mrkdwn(GroupSummary(g))));
+  const size_t shown = g.items.size() <= kGroupItemsMax ? g.items.size() : kGroupItemsMax - 1;
+  for (size_t i = 0; i < shown; ++i) {
+    const Notification& n = g.items[i];
+    const bool resolved = n.event == "finding.resolved";
+    std::string text = Emoji(n) + " *" + (resolved ? "RESOLVED" : Upper(n.severity)) +
+                       (n.event == "finding.firing" || resolved ? "" : " (" + EventWords(n.event) + ")") + " · " +
+                       Mrkdwn(n.title.empty() ? n.rule : n.title) + "*\n*Run* `" + Mrkdwn(n.run) + "`" +
+                       (n.series.empty() ? "" : "   *Series* `" + Mrkdwn(n.series) + "`") + "\n" +
+                       (resolved ? "No longer holds. It was: " : "") +
+                       Mrkdwn(TruncateUtf8(n.message, kGroupMessageMax));
+    const std::string link = ExpandLinkTemplate(link_template, n);
+    if (!link.empty()) text += "\n<" + link + "|Open the run>";
+    blocks.Push(Section(text));
+  }
+  if (shown < g.items.size())
+    blocks.Push(Section("…and " + std::to_string(g.items.size() - shown) + " more"));
+  Json ctx_el = Json::Array();
+  ctx_el.Push(Text("mrkdwn", "trainwatch · " + std::string(g.kind == "digest" ? "digest" : "grouped")));
+  Json ctx;
+  ctx.Str("type", "context").Nested("elements", ctx_el);
+  blocks.Push(ctx);
+
+  std::string fallback = title + ": ";
+  for (size_t i = 0; i < g.items.size(); ++i) {
+    const Notification& n = g.items[i];
+    fallback += (i ? "; " : "") + std::string("[") + (n.event == "finding.resolved" ? "resolved" : n.severity) + "] " +
+                (n.title.empty() ? n.rule : n.title) + " on " + n.run;
+    if (fallback.size() > kFallbackMax) break;
+  }
   Json msg;
   msg.Str("text", TruncateUtf8(fallback, kFallbackMax)).Nested("blocks", blocks);
   return msg.str();

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "notify/group.h"
 #include "notify/notification.h"
 
 namespace tw::notify {
@@ -18,6 +19,12 @@ std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n);
 
 // The Slack incoming-webhook body: Block Kit blocks plus a plain `text` fallback.
 std::string SlackMessage(const Notification& n, const std::string& link);
+
+// A group of notifications as one Slack message: a header ("3 findings on run exp/a"), what
+// changed ("2 firing · 1 resolved"; a digest adds counts per rule and run), then a compact
+// section per finding in queue order (at most 39 and "…and K more" past 40), within the same
+// limits. Links from `link_template`, per finding.
+std::string SlackGroupMessage(const Group& g, std::string_view link_template);
 
 // The evidence's scalar members as (name, value) pairs, after the onset step when known; arrays
 // and objects are left to the webhook payload, which carries the evidence whole. Numbers with
