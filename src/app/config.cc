@@ -191,13 +191,13 @@ Status GetSecret(const std::string& path, const std::string& where, const Sectio
 
 // The [[notify.channel]] keys that belong to some types of channel only.
 const std::map<std::string, std::set<std::string>>& TypedChannelKeys() {
-  static const std::set<std::string> kHttp = {"slack", "webhook", "console"};
+  static const std::set<std::string> kHttp = {"slack", "webhook", "console", "ntfy"};
   static const std::set<std::string> kEmail = {"email"};
   static const std::set<std::string> kBoth = {"email", "sendgrid"};
   static const std::map<std::string, std::set<std::string>> kKeys = {
-      {"url", {"slack", "webhook", "console", "sendgrid"}},
-      {"url_env", {"slack", "webhook", "console", "sendgrid"}},
-      {"url_credential", {"slack", "webhook", "console", "sendgrid"}},
+      {"url", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
+      {"url_env", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
+      {"url_credential", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
       {"secret", kHttp}, {"secret_env", kHttp}, {"secret_credential", kHttp},
       {"smtp_host", kEmail}, {"smtp_port", kEmail}, {"tls", kEmail}, {"username", kEmail},
       {"password", kEmail}, {"password_env", kEmail}, {"password_credential", kEmail},
@@ -327,13 +327,14 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     TW_RETURN_IF_ERROR(cs.CheckKeys(known));
     std::string name, type;
     TW_RETURN_IF_ERROR(cs.Get("name", "a string", &name));
-    TW_RETURN_IF_ERROR(cs.Get("type", "a string (slack, webhook, email, sendgrid or console)", &type));
+    TW_RETURN_IF_ERROR(cs.Get("type", "a string (slack, webhook, discord, ntfy, email, sendgrid or console)", &type));
     if (name.empty()) return InvalidArgument(Where(path, e.source()) + "[[notify.channel]] needs a name");
     if (!names.insert(name).second)
       return InvalidArgument(Where(path, e.source()) + "two channels are named '" + name + "'");
-    if (type != "slack" && type != "webhook" && type != "email" && type != "sendgrid" && type != "console")
+    if (type != "slack" && type != "webhook" && type != "discord" && type != "ntfy" && type != "email" &&
+        type != "sendgrid" && type != "console")
       return InvalidArgument(Where(path, e.source()) + "channel '" + name +
-                             "': type must be slack, webhook, email, sendgrid or console");
+                             "': type must be slack, webhook, discord, ntfy, email, sendgrid or console");
     // A key of another type's channel is a mistake (smtp_host on a Slack channel, url on an
     // email one), refused like a typo rather than ignored.
     for (const auto& [k, v] : ct) {
@@ -352,11 +353,15 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
       TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "url", &ch.url, &literal_secret));
       TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "secret", &ch.secret, &literal_secret));
     }
-    if ((type == "slack" || type == "webhook") && ch.url.empty())
+    const bool needs_url = type == "slack" || type == "webhook" || type == "discord" || type == "ntfy";
+    if (needs_url && ch.url.empty())
       return InvalidArgument(Where(path, e.source()) + "channel '" + name + "' needs url, url_env or url_credential");
-    if (type == "slack" || type == "webhook")
+    if (needs_url)
       if (Result<notify::Url> u = notify::ParseUrl(ch.url); !u.ok())
         return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': " + u.status().message());
+    if (type == "discord" || type == "ntfy")
+      if (auto made = notify::MakeChannel(ch); !made.ok())
+        return InvalidArgument(Where(path, e.source()) + made.status().message());
     std::string sev = "warning";
     TW_RETURN_IF_ERROR(cs.Get("min_severity", "a string (info, warning or critical)", &sev));
     if (!diagnose::ParseSeverity(sev, &ch.min_severity))

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "notify/chat_channels.h"
 #include "notify/email_channel.h"
 #include "notify/render.h"
 
@@ -17,8 +18,11 @@ ChannelConfig ChannelConfig::Defaults(const std::string& name, const std::string
   c.name = name;
   c.type = type;
   const bool email = type == "email" || type == "sendgrid";
-  c.send_resolved = type != "slack" && !email;
-  c.min_interval_seconds = type == "slack" ? 1.0 : email ? 10.0 : 0.0;
+  // Chat and mail are for people: resolutions off by default; machines (webhook) want them.
+  const bool chat = type == "slack" || type == "discord" || type == "ntfy";
+  c.send_resolved = !chat && !email;
+  // Slack takes about one message a second per webhook; Discord five per two seconds.
+  c.min_interval_seconds = type == "slack" || type == "discord" ? 1.0 : email ? 10.0 : 0.0;
   if (type == "email") c.http.timeout_seconds = 30;
   if (type == "sendgrid") c.url = kSendGridUrl;
   if (type == "webhook" || type == "console") {
@@ -161,9 +165,11 @@ Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c) {
   if (c.type == "console") return std::unique_ptr<Channel>(new ConsoleChannel(c));
   if (c.type == "email") return MakeEmailChannel(c);
   if (c.type == "sendgrid") return MakeSendGridChannel(c);
+  if (c.type == "discord") return MakeDiscordChannel(c);
+  if (c.type == "ntfy") return MakeNtfyChannel(c);
   if (c.type != "slack" && c.type != "webhook")
     return InvalidArgument("channel '" + c.name + "': unknown type '" + c.type +
-                           "' (expected slack, webhook, email, sendgrid or console)");
+                           "' (expected slack, webhook, discord, ntfy, email, sendgrid or console)");
   if (c.url.empty()) return InvalidArgument("channel '" + c.name + "': no url");
   Result<Url> url = ParseUrl(c.url);
   if (!url.ok()) return InvalidArgument("channel '" + c.name + "': " + url.status().message());
