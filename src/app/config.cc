@@ -203,6 +203,7 @@ const std::map<std::string, std::set<std::string>>& TypedChannelKeys() {
       {"password", kEmail}, {"password_env", kEmail}, {"password_credential", kEmail},
       {"from", kBoth}, {"to", kBoth},
       {"api_key", {"sendgrid"}}, {"api_key_env", {"sendgrid"}}, {"api_key_credential", {"sendgrid"}},
+      {"proxy", {"slack", "webhook", "discord", "ntfy", "sendgrid"}},
   };
   return kKeys;
 }
@@ -379,6 +380,15 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     std::string ca;
     TW_RETURN_IF_ERROR(cs.Get("ca_file", "a string (a PEM file)", &ca));
     if (!ca.empty()) ch.http.ca_file = Resolve(base, ca);
+    if (cs.node("proxy")) {  // absent: HTTPS_PROXY/HTTP_PROXY/NO_PROXY decide; "": none
+      std::string proxy;
+      TW_RETURN_IF_ERROR(cs.Get("proxy", "a string (http://host:port, or \"\" for none)", &proxy));
+      if (!proxy.empty())
+        if (Result<notify::Url> u = notify::ParseUrl(proxy); !u.ok() || u->scheme != "http")
+          return InvalidArgument(Where(path, cs.node("proxy")->source()) + "channel '" + name +
+                                 "': proxy must be an http://host:port URL, or \"\" for none");
+      ch.http.proxy = proxy;
+    }
     TW_RETURN_IF_ERROR(LoadGroupingKeys(path, cs, c->notify_max_age_seconds, &ch));
     c->channels.push_back(std::move(ch));
   }

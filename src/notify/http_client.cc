@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -154,7 +155,15 @@ class Exchange {
     } else {
       plain_.emplace(ioc_);
     }
-    auto endpoints = net::Resolve(url_.host, url_.port, deadline_);
+    const std::string proxy = options_.proxy ? *options_.proxy : ProxyFromEnvironment(url_);
+    if (!proxy.empty()) {
+      Result<Url> p = ParseUrl(proxy);
+      if (!p.ok() || p->scheme != "http")
+        return IoError(redacted_ + ": proxy: not an http://host:port URL (" + RedactUrl(proxy) + ")");
+      proxy_ = *p;
+    }
+    const Url& first_hop = proxy_ ? *proxy_ : url_;
+    auto endpoints = net::Resolve(first_hop.host, first_hop.port, deadline_);
     if (!endpoints.ok()) return Fail(endpoints.status().message());
     if (endpoints->empty()) return Fail(TimedOut());
     endpoints_ = std::move(*endpoints);
@@ -219,6 +228,10 @@ class Exchange {
     beast::tcp_stream& tcp = plain_ ? *plain_ : beast::get_lowest_layer(*tls_);
     co_await tcp.async_connect(endpoints_, token);
     if (ec || timed_out_) co_return Record(ec);
+    if (tls_ && proxy_) {
+      co_await Tunnel(tcp);
+      if (!status_.ok()) co_return;
+    }
     if (tls_) {
       step_ = "TLS handshake";
       co_await tls_->async_handshake(ssl::stream_base::client, token);
@@ -240,12 +253,39 @@ class Exchange {
     }
   }
 
+  // CONNECT host:port through the proxy; on a 2xx the socket is a tunnel to the host.
+  asio::awaitable<void> Tunnel(beast::tcp_stream& tcp) {
+    error_code ec;
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    step_ = "proxy CONNECT";
+    const std::string authority = HostHeader(url_) + (url_.port == "443" ? ":443" : "");
+    http::request<http::empty_body> req{http::verb::connect, authority, 11};
+    req.set(http::field::host, authority);
+    req.set(http::field::user_agent, options_.user_agent);
+    co_await http::async_write(tcp, req, token);
+    if (ec || timed_out_) co_return Record(ec);
+    beast::flat_buffer buffer;
+    http::response_parser<http::empty_body> parser;
+    parser.skip(true);  // a CONNECT answer has no body: what follows is the tunnel
+    co_await http::async_read_header(tcp, buffer, parser, token);
+    if (ec || timed_out_) co_return Record(ec);
+    const unsigned code = parser.get().result_int();
+    if (code < 200 || code >= 300) {
+      status_ = Fail("the proxy answered " + std::to_string(code) + " " +
+                     std::string(parser.get().reason()));
+      co_return;
+    }
+    if (buffer.size() != 0) status_ = Fail("the proxy sent bytes before the tunnel opened");
+  }
+
   template <typename Stream>
   asio::awaitable<void> WriteRead(Stream& stream) {
     error_code ec;
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     step_ = "write";
-    http::request<http::string_body> req{http::verb::post, url_.target, 11};
+    // Through a proxy, a plain-HTTP request names its whole URL (absolute form).
+    const std::string target = proxy_ && !tls_ ? Join(url_) : url_.target;
+    http::request<http::string_body> req{http::verb::post, target, 11};
     req.set(http::field::host, HostHeader(url_));
     req.set(http::field::user_agent, options_.user_agent);
     req.set(http::field::connection, "close");  // one request per connection, see the header
@@ -284,6 +324,7 @@ class Exchange {
   std::optional<ssl::context> tls_ctx_;
   std::optional<beast::tcp_stream> plain_;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls_;
+  std::optional<Url> proxy_;
   const char* step_ = "resolve";
   bool timed_out_ = false;
   bool done_ = false;
@@ -319,6 +360,41 @@ std::string RedactUrl(std::string_view url) {
   else if (!raw->query.empty() || raw->has_fragment)
     out += "…";
   return out;
+}
+
+namespace {
+std::string Env(const char* lower, const char* upper) {
+  if (const char* v = std::getenv(lower); v && *v) return v;
+  if (const char* v = std::getenv(upper); v && *v) return v;
+  return "";
+}
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host.starts_with("127.") || host == "::1";
+}
+}  // namespace
+
+std::string ProxyFromEnvironment(const Url& url) {
+  if (IsLoopback(url.host)) return "";
+  std::string proxy = url.scheme == "https" ? Env("https_proxy", "HTTPS_PROXY") : Env("http_proxy", "HTTP_PROXY");
+  if (proxy.empty()) return "";
+  if (proxy.find("://") == std::string::npos) proxy = "http://" + proxy;  // "proxy:3128", as curl takes it
+  const std::string no_proxy = Env("no_proxy", "NO_PROXY");
+  std::string host = url.host;
+  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (size_t at = 0; at <= no_proxy.size();) {
+    size_t comma = no_proxy.find(',', at);
+    if (comma == std::string::npos) comma = no_proxy.size();
+    std::string entry = no_proxy.substr(at, comma - at);
+    at = comma + 1;
+    entry.erase(0, entry.find_first_not_of(' '));
+    entry.erase(entry.find_last_not_of(' ') + 1);
+    for (char& c : entry) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (entry.empty()) continue;
+    if (entry == "*") return "";
+    if (entry.front() == '.') entry.erase(0, 1);
+    if (host == entry || (host.size() > entry.size() && host.ends_with("." + entry))) return "";
+  }
+  return proxy;
 }
 
 std::string HttpResponse::Header(std::string_view name) const {

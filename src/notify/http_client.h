@@ -9,6 +9,7 @@
 // channel's business. Thread-compatible: each call uses its own io_context.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,12 +46,21 @@ struct HttpResponse {
 
 struct HttpOptions {
   double timeout_seconds = 10;  // for the whole exchange
+  // A forward proxy, "http://host:port": https:// URLs go through a CONNECT tunnel (TLS and
+  // its verification stay end to end), http:// ones as absolute-form requests. nullopt: from
+  // the environment (HTTPS_PROXY / HTTP_PROXY, lower case too, minus NO_PROXY); "": none.
+  std::optional<std::string> proxy;
   std::string ca_file;          // PEM trust anchors used instead of the system's (tests, private CAs)
   std::string user_agent = "trainwatch/0.1";
   size_t max_body_bytes = 1 << 20;  // a larger answer is cut (and still a response)
 
   bool operator==(const HttpOptions&) const = default;
 };
+
+// The proxy the environment names for `url` ("" for none): HTTPS_PROXY or HTTP_PROXY by the
+// URL's scheme (curl's names; lower case wins), unless NO_PROXY lists its host ("*", a host,
+// or a domain suffix such as ".example.com"). Loopback hosts are never proxied.
+std::string ProxyFromEnvironment(const Url& url);
 
 // POSTs `body` with `headers` (Content-Type among them, if wanted) and returns the answer.
 Result<HttpResponse> HttpPost(const Url& url, const Headers& headers, std::string_view body,
