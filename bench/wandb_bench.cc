@@ -4,8 +4,9 @@
 //   wandb_bench [--mib N] [--reps K]
 //
 // Generates, in memory, a .wandb log of at least N MiB (default 128) as the Go core writes it
-// (history rows of 20 keys with _step/_timestamp/_runtime as 1-part nested keys, a summary
-// record per row, a stats record every 50 rows; LevelDB framing in 32 KiB blocks), and a
+// (history rows of 20 keys with _step/_timestamp/_runtime as 1-part nested keys and a
+// HistoryStep, a summary record per row, a stats record every 50 rows; LevelDB framing in
+// 32 KiB blocks, by the tests' WandbLogWriter), and a
 // PyTorch-style tfevents buffer holding the same scalar points (bench/gen.h). Then, best of K
 // (default 3) on CPU time:
 //   1. framing only: wandb::Scanner (CRC-32 over every chunk) vs tfrecord::Scanner (two CRC32Cs);
@@ -14,7 +15,6 @@
 //   4. end-to-end: IngestPaths of each file into a fresh store, against a bare prepared
 //      INSERT OR IGNORE of as many rows, 20000 per transaction, into the same schema.
 #include <sys/resource.h>
-#include <zlib.h>
 
 #include <chrono>
 #include <cstdio>
@@ -30,6 +30,7 @@
 #include "ingest/ingest.h"
 #include "store/store.h"
 #include "support/event_writer.h"
+#include "support/wandb_writer.h"
 #include "tfrecord/reader.h"
 #include "tfrecord/writer.h"
 #include "wandb/log_reader.h"
@@ -65,118 +66,59 @@ void Best(const std::function<void()>& fn, int reps, Timing* t) {
   }
 }
 
-// --- a minimal protobuf encoder and LevelDB log writer for the generated file ---------------
-void Varint(std::string* o, uint64_t v) {
-  while (v >= 0x80) {
-    o->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  o->push_back(static_cast<char>(v));
-}
-void Bytes(std::string* o, uint32_t field, std::string_view b) {
-  Varint(o, field << 3 | 2);
-  Varint(o, b.size());
-  o->append(b);
-}
-std::string Item(std::string_view key, std::string_view value_json) {
-  std::string i;
-  Bytes(&i, 2, key);  // nested_key, as the core writes every key
-  Bytes(&i, 16, value_json);
-  return i;
-}
-
-class LogWriter {
- public:
-  LogWriter() { out_.append(":W&B\xE1\xBE\x00", 7); }
-  void Add(std::string_view rec) {
-    bool first = true;
-    do {
-      const size_t left = wandb::kBlockSize - out_.size() % wandb::kBlockSize;
-      if (left < wandb::kChunkHeaderSize) {
-        out_.append(left, '\0');
-        continue;
-      }
-      const size_t room = left - wandb::kChunkHeaderSize;
-      const size_t n = std::min(room, rec.size());
-      const bool last = n == rec.size();
-      const uint8_t type = first && last ? 1 : first ? 2 : last ? 4 : 3;
-      uLong crc = crc32(0L, &type, 1);
-      crc = crc32(crc, reinterpret_cast<const Bytef*>(rec.data()), static_cast<uInt>(n));
-      const uint32_t c = static_cast<uint32_t>(crc);
-      const uint16_t len = static_cast<uint16_t>(n);
-      out_.append(reinterpret_cast<const char*>(&c), 4);
-      out_.append(reinterpret_cast<const char*>(&len), 2);
-      out_.push_back(static_cast<char>(type));
-      out_.append(rec.substr(0, n));
-      rec.remove_prefix(n);
-      first = false;
-      if (last) break;
-    } while (true);
-  }
-  std::string& bytes() { return out_; }
-
- private:
-  std::string out_;
-};
-
 struct Generated {
   std::string wandb, tfevents;
   int64_t rows = 0, history_items = 0, points = 0, records = 0;
 };
 
+// The records through the tests' writer (tests/support/wandb_writer.h): libprotobuf builds
+// them, and its WandbLogWriter frames them as LevelDB's log writer does.
 Generated Generate(size_t min_bytes) {
+  namespace tt = tw::testing;
   Generated g;
-  LogWriter log;
+  tt::WandbLogWriter log;
   int64_t num = 0;
-  auto record = [&](uint32_t field, const std::string& body) {
-    std::string r;
-    Varint(&r, 1 << 3);
-    Varint(&r, static_cast<uint64_t>(++num));
-    Bytes(&r, field, body);
+  auto record = [&](const std::string& r) {
     log.Add(r);
     ++g.records;
   };
-  {
-    std::string run;
-    Bytes(&run, 1, "benchrun");
-    Bytes(&run, 3, "bench");
-    record(17, run);
-  }
+  tt::WandbRunInfo run;
+  run.run_id = "benchrun";
+  run.project = "bench";
+  record(tt::WandbRunRecord(++num, run));
   const auto& tags = AllTags();
   std::vector<bool> seen(tags.size(), false);
   char buf[64];
+  std::vector<tt::WandbKV> row, summary;
   for (int64_t step = 0; log.bytes().size() < min_bytes; ++step) {
-    std::string row, summary;
+    row.clear();
+    summary.clear();
     for (size_t t = 0; t < tags.size(); ++t) {
       if (step % tags[t].every != 0) continue;
       std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(ValueFor(static_cast<int>(t), step, 1)));
-      const std::string it = Item(tags[t].name, buf);
-      Bytes(&row, 1, it);
-      Bytes(&summary, 1, it);
+      row.push_back(tt::Nested({tags[t].name}, buf));  // nested_key, as the core writes every key
       ++g.history_items;
     }
+    summary = row;
     std::snprintf(buf, sizeof buf, "%.17g", WallFor(step, 0));
-    Bytes(&row, 1, Item("_timestamp", buf));
+    row.push_back(tt::Nested({"_timestamp"}, buf));
     std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(step) * 0.25);
-    Bytes(&row, 1, Item("_runtime", buf));
-    Bytes(&row, 1, Item("_step", std::to_string(step)));
+    row.push_back(tt::Nested({"_runtime"}, buf));
+    row.push_back(tt::Nested({"_step"}, std::to_string(step)));
     g.history_items += 3;
-    record(2, row);
-    record(3, summary);
+    record(tt::WandbHistoryRecord(++num, row, step));
+    record(tt::WandbSummaryRecord(++num, summary));
     ++g.rows;
-    if (step % 50 == 0) {
-      std::string stats;
-      for (const char* k : {"gpu.0.memoryAllocated", "gpu.0.gpu", "cpu", "memory_percent"})
-        Bytes(&stats, 3, std::string("\x0a") + static_cast<char>(std::strlen(k)) + k +
-                             "\x82\x01\x04" "42.5");
-      record(7, stats);
-    }
+    if (step % 50 == 0)
+      record(tt::WandbStatsRecord(++num, WallFor(step, 0),
+                                  {{"gpu.0.memoryAllocated", "42.5"}, {"gpu.0.gpu", "42.5"},
+                                   {"cpu", "42.5"}, {"memory_percent", "42.5"}}));
     AddStep(step, static_cast<int>(tags.size()), false, 1, &seen, [&](const std::string& event) {
       tfrecord::AppendRecord(&g.tfevents, event);
       ++g.points;
     });
   }
-  g.wandb = std::move(log.bytes());
+  g.wandb = log.bytes();
   return g;
 }
 

@@ -103,15 +103,6 @@ Dump FullDump(const std::string& db_path) {
   return d;
 }
 
-std::optional<Dump> LiveDump(const std::string& db_path) {
-  auto db = store::OpenReadOnly(db_path);
-  if (!db.ok()) return std::nullopt;
-  try {
-    return DumpLiveScalars(**db);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
 
 // Where two dumps first differ, for failure messages (whole dumps are too long to print).
 std::string DiffSummary(const Dump& got, const Dump& want) {
@@ -361,7 +352,7 @@ void ConvergenceScenario(const std::vector<std::string>& flags) {
 
   // What a one-shot ingest of the final files gives.
   ASSERT_NO_FATAL_FAILURE(OneShotIngest({root}, dir / "oneshot.db"));
-  const std::optional<Dump> want = LiveDump(dir / "oneshot.db");
+  const std::optional<Dump> want = DumpLiveScalars(dir / "oneshot.db");
   ASSERT_TRUE(want.has_value());
   ASSERT_GT(want->size(), 1000u);
 
@@ -369,7 +360,7 @@ void ConvergenceScenario(const std::vector<std::string>& flags) {
   const bool converged = WaitFor(
       [&] {
         if (!AllCommitted(db, {root}, &why)) return false;
-        got = LiveDump(db);
+        got = DumpLiveScalars(db);
         return got && *got == *want;
       },
       20s);
@@ -625,7 +616,7 @@ TEST(Daemon, DeletedFileKeepsItsPointsMarkedGone) {
   auto f1 = NewFile(EventPath(root + "/run-a", 1), 50, 80, rng);
   DaemonProcess d({"--logdir", root, "--db", db, "--rescan-interval", "30"}, dir / "daemon.log");
   ASSERT_TRUE(WaitFor([&] { return AllCommitted(db, {root}); }, 10s)) << LogOf(d);
-  const std::optional<Dump> before = LiveDump(db);
+  const std::optional<Dump> before = DumpLiveScalars(db);
   ASSERT_TRUE(before.has_value());
   EXPECT_EQ(before->size(), 160u);
 
@@ -633,7 +624,7 @@ TEST(Daemon, DeletedFileKeepsItsPointsMarkedGone) {
   const std::string gone = "SELECT count(*) FROM sources WHERE path = " + Q(f1->path()) +
                            " AND status = 'gone'";
   ASSERT_TRUE(WaitFor([&] { return Count(db, gone) == 1; }, 10s)) << LogOf(d);
-  EXPECT_EQ(LiveDump(db), before) << "a deleted file's points must stay (live)";
+  EXPECT_EQ(DumpLiveScalars(db), before) << "a deleted file's points must stay (live)";
   EXPECT_EQ(Count(db, "SELECT count(*) FROM run_events WHERE kind = 'file_gone'"), 1);
   EXPECT_EQ(Count(db, "SELECT count(*) FROM sources WHERE status = 'active'"), 1);
   EXPECT_NE(d.Log().find("file gone (its points are kept): " + f1->path()), std::string::npos)
@@ -665,9 +656,9 @@ TEST(Daemon, ReplacedFileIsANewGenerationNotAWriterRestart) {
   fs::rename(root + "/replaced/new.tmp", r->path());
 
   ASSERT_NO_FATAL_FAILURE(OneShotIngest({root}, dir / "oneshot.db"));
-  const std::optional<Dump> want = LiveDump(dir / "oneshot.db");
+  const std::optional<Dump> want = DumpLiveScalars(dir / "oneshot.db");
   ASSERT_TRUE(want.has_value());
-  ASSERT_TRUE(WaitFor([&] { return AllCommitted(db, {root}) && LiveDump(db) == want; }, 10s))
+  ASSERT_TRUE(WaitFor([&] { return AllCommitted(db, {root}) && DumpLiveScalars(db) == want; }, 10s))
       << LogOf(d);
   EXPECT_EQ(Count(db, "SELECT count(*) FROM run_events WHERE kind = 'file_replaced'"), 2);
   EXPECT_EQ(SortedRows(db, "SELECT r.name, e.detail FROM run_events e JOIN runs r USING (run_id) "

@@ -20,15 +20,6 @@ using namespace tw::testing;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::optional<std::vector<std::string>> Live(const std::string& db_path) {
-  auto db = store::OpenReadOnly(db_path);
-  if (!db.ok()) return std::nullopt;
-  try {
-    return DumpLiveScalars(**db);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
 
 TEST(DaemonWandb, ALogWrittenBlockByBlockAndJsonLinesConvergeAcrossAKill) {
   const std::string corpus = CorpusDir();
@@ -86,7 +77,7 @@ TEST(DaemonWandb, ALogWrittenBlockByBlockAndJsonLinesConvergeAcrossAKill) {
   ASSERT_GT(want.size(), 1000u);
 
   std::optional<std::vector<std::string>> got;
-  const bool converged = WaitFor([&] { return (got = Live(db)) && *got == want; }, 30s);
+  const bool converged = WaitFor([&] { return (got = DumpLiveScalars(db)) && *got == want; }, 30s);
   ASSERT_TRUE(converged) << "live points: " << (got ? got->size() : 0) << " want " << want.size()
                          << "\n" << daemon.Log();
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM ingest_errors"), 0) << daemon.Log();

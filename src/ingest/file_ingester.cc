@@ -513,16 +513,6 @@ Status FileIngester::ProcessValue(RunState& run, Batch& b, const decode::Summary
   }
   const int64_t step = event_.step;
   const double wall = event_.wall_time;
-  auto note_step = [&] {
-    if (!tag.has_step || step > tag.max_step) {
-      tag.max_step = step;
-      tag.max_step_wall = wall;
-    } else if (step == tag.max_step) {
-      tag.max_step_wall = std::max(tag.max_step_wall, wall);
-    }
-    tag.has_step = true;
-    b.points_since_commit++;
-  };
   switch (c.kind) {
     case Kind::kScalar:
     case Kind::kHistogram:
@@ -542,7 +532,8 @@ Status FileIngester::ProcessValue(RunState& run, Batch& b, const decode::Summary
             store_.InsertText(*series, step, b.source.source_id, offset, vidx, wall, c.text));
         b.totals.texts++;
       }
-      note_step();
+      tag.NoteStep(step, wall);
+      b.points_since_commit++;
       return Status::Ok();
     }
     case Kind::kHParamsStart:

@@ -71,6 +71,17 @@ class RunState {
     bool has_step = false;
     int64_t max_step = 0;           // highest step among live (not superseded) points
     double max_step_wall = 0;       // when that point was logged
+
+    // A point of this tag at `step`, logged at `wall`, was stored.
+    void NoteStep(int64_t step, double wall) {
+      if (!has_step || step > max_step) {
+        max_step = step;
+        max_step_wall = wall;
+      } else if (step == max_step && wall > max_step_wall) {
+        max_step_wall = wall;
+      }
+      has_step = true;
+    }
   };
   struct Hash {
     using is_transparent = void;

@@ -329,13 +329,7 @@ Status FileIngester::WandbPoint(RunState& run, Batch& b, const std::string& name
     TW_RETURN_IF_ERROR(store_.InsertHistogram(*series, step, b.source.source_id, offset, vidx, wall, *h));
     b.totals.histograms++;
   }
-  if (!tag.has_step || step > tag.max_step) {
-    tag.max_step = step;
-    tag.max_step_wall = wall;
-  } else if (step == tag.max_step) {
-    tag.max_step_wall = std::max(tag.max_step_wall, wall);
-  }
-  tag.has_step = true;
+  tag.NoteStep(step, wall);
   b.points_since_commit++;
   return Status::Ok();
 }

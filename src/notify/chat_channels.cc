@@ -25,9 +25,7 @@ int Colour(const Notification& n) {
 }
 
 std::string Headline(const Notification& n) {
-  std::string sev = n.severity;
-  for (char& c : sev) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return (Resolved(n) ? "RESOLVED " : sev + " ") + n.rule + " on " + n.run +
+  return (Resolved(n) ? "RESOLVED " : AsciiUpper(n.severity) + " ") + n.rule + " on " + n.run +
          (n.event == "finding.repeat" ? " (still firing)" : "");
 }
 

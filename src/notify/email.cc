@@ -39,19 +39,7 @@ bool PrintableAscii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
 }
 
-std::string Base64(std::string_view s) {
-  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(s.data()),
-                                static_cast<int>(s.size()));
-  out.resize(static_cast<size_t>(std::max(n, 0)));
-  return out;
-}
 
-std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool AddressChar(char c) {
   // atext (RFC 5322 3.2.3) and '.', which covers dot-atom local parts and domain names.
@@ -99,13 +87,13 @@ std::string Title(const Notification& n) { return n.title.empty() ? n.rule : n.t
 
 std::string Headline(const Notification& n) {
   if (n.event == "finding.resolved") return "RESOLVED";
-  return Upper(n.severity.empty() ? "warning" : n.severity) + (n.event == "finding.repeat" ? " (still firing)" : "");
+  return AsciiUpper(n.severity.empty() ? "warning" : n.severity) + (n.event == "finding.repeat" ? " (still firing)" : "");
 }
 
 // A group's item: the headline with what changed, unless it is plain news of a firing.
 std::string ItemHeadline(const Notification& n) {
   if (n.event == "finding.resolved" || n.event == "finding.firing") return Headline(n);
-  return Upper(n.severity.empty() ? "warning" : n.severity) + " (" + EventWords(n.event) + ")";
+  return AsciiUpper(n.severity.empty() ? "warning" : n.severity) + " (" + EventWords(n.event) + ")";
 }
 
 const char* Colour(const Notification& n) {

@@ -48,10 +48,6 @@ std::string Mrkdwn(std::string_view s) {
   return out;
 }
 
-std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 std::string Emoji(const Notification& n) {
   if (n.event == "finding.resolved") return "✅";
@@ -136,7 +132,7 @@ std::string SlackMessage(const Notification& n, const std::string& link) {
   Json blocks = Json::Array();
   Json header;
   const bool repeat = n.event == "finding.repeat";
-  const std::string head = Emoji(n) + " " + (resolved ? "RESOLVED" : Upper(n.severity)) +
+  const std::string head = Emoji(n) + " " + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
                            (repeat ? " (still firing)" : "") + " · " + (n.title.empty() ? n.rule : n.title);
   header.Str("type", "header").Nested("text", Text("plain_text", TruncateUtf8(head, kHeaderMax)));
   blocks.Push(header);
@@ -186,7 +182,7 @@ std::string SlackGroupMessage(const Group& g, std::string_view link_template) {
   for (size_t i = 0; i < shown; ++i) {
     const Notification& n = g.items[i];
     const bool resolved = n.event == "finding.resolved";
-    std::string text = Emoji(n) + " *" + (resolved ? "RESOLVED" : Upper(n.severity)) +
+    std::string text = Emoji(n) + " *" + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
                        (n.event == "finding.firing" || resolved ? "" : " (" + EventWords(n.event) + ")") + " · " +
                        Mrkdwn(n.title.empty() ? n.rule : n.title) + "*\n*Run* `" + Mrkdwn(n.run) + "`" +
                        (n.series.empty() ? "" : "   *Series* `" + Mrkdwn(n.series) + "`") + "\n" +
@@ -245,10 +241,21 @@ std::string WebhookSignature(std::string_view secret, std::string_view id, int64
   unsigned int mac_len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(signed_content.data()), signed_content.size(), mac, &mac_len);
-  std::string b64(4 * ((mac_len + 2) / 3) + 1, '\0');
-  const int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), mac, static_cast<int>(mac_len));
-  b64.resize(static_cast<size_t>(len));
-  return "v1," + b64;
+  return "v1," + Base64(std::string_view(reinterpret_cast<const char*>(mac), mac_len));
+}
+
+std::string AsciiUpper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string Base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(std::max(n, 0)));
+  return out;
 }
 
 }  // namespace tw::notify

@@ -39,6 +39,11 @@ std::string ConsoleLine(const Notification& n);
 std::string WebhookSignature(std::string_view secret, std::string_view id, int64_t timestamp,
                              std::string_view body);
 
+// "critical" -> "CRITICAL" (ASCII only: severities, SMTP keywords).
+std::string AsciiUpper(std::string s);
+// Standard base64 with padding (RFC 4648), no line breaks.
+std::string Base64(std::string_view bytes);
+
 // Cuts `s` to at most `max_bytes` bytes on a UTF-8 character boundary, ending in "…" when cut.
 std::string TruncateUtf8(std::string_view s, size_t max_bytes);
 

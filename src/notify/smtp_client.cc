@@ -33,19 +33,7 @@ constexpr size_t kMaxReplyBytes = 64 * 1024;  // one reply line, at most
 constexpr size_t kMaxReplyLines = 200;
 constexpr size_t kMaxTextBytes = 500;  // of a reply's text kept for messages
 
-std::string Base64(std::string_view s) {
-  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(s.data()),
-                                static_cast<int>(s.size()));
-  out.resize(static_cast<size_t>(std::max(n, 0)));
-  return out;
-}
 
-std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // A CR or LF in an address would end the command early and smuggle in another.
 bool UsableAddress(const std::string& a) {
@@ -85,7 +73,7 @@ struct Extensions {
 Extensions ParseEhlo(const Reply& r) {
   Extensions e;
   for (size_t i = 1; i < r.lines.size(); ++i) {  // the first line is the server's greeting
-    std::string line = Upper(r.lines[i]);
+    std::string line = AsciiUpper(r.lines[i]);
     if (line == "STARTTLS") e.starttls = true;
     if (line.starts_with("AUTH ") || line.starts_with("AUTH=")) {
       size_t pos = 5;

@@ -55,6 +55,16 @@ std::vector<std::string> DumpLiveScalars(store::Db& db) {
   return Lines(db, "SELECT run, tag, step, printf('%.17g', value), value_class FROM scalar_points");
 }
 
+std::optional<std::vector<std::string>> DumpLiveScalars(const std::string& db_path) {
+  Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(db_path);
+  if (!db.ok()) return std::nullopt;
+  try {
+    return DumpLiveScalars(**db);
+  } catch (const std::exception&) {  // Lines() throws on a failed query
+    return std::nullopt;
+  }
+}
+
 int64_t QueryInt(const std::string& db_path, const std::string& sql) {
   Result<std::unique_ptr<store::Db>> ro = store::OpenReadOnly(db_path);
   if (!ro.ok()) return -1;

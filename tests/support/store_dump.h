@@ -2,6 +2,7 @@
 // in pieces, one ingest in one go) can be compared for equality.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ std::vector<std::string> DumpStore(store::Db& db);
 
 // Just the live scalar points: "run|tag|step|value|class".
 std::vector<std::string> DumpLiveScalars(store::Db& db);
+// The same from the store at `db_path` on a read-only connection; nullopt while it cannot be
+// read (a daemon may still be creating it), so tests can poll it.
+std::optional<std::vector<std::string>> DumpLiveScalars(const std::string& db_path);
 
 // The first column of the first row of `sql` on a read-only connection to the store at
 // `db_path`, as an integer; -1 when the store or the query fails (a daemon may still be
