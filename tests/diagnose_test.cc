@@ -473,6 +473,20 @@ TEST_F(DiagnoseTest, UserRulesRunAndBrokenOnesAreSkippedWithTheirFile) {
   EXPECT_EQ(mine[0].message, "ran 299 steps");
 }
 
+TEST(RuleHeader, ContinuationLinesMayHoldColonsAndATypoedKeyNamesItsLine) {
+  Result<Rule> r = ParseRule(
+      "-- id: x\n-- cause: a cause\n--   (more): still the cause\n-- param k = 2: a bound (per\n"
+      "--   step): its help\nSELECT 1 AS message\n",
+      "x.sql");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->cause, "a cause (more): still the cause");
+  ASSERT_EQ(r->params.size(), 1u);
+  Result<Rule> typo = ParseRule("-- id: x\n-- severty: warning\nSELECT 1 AS message\n", "x.sql");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("x.sql:2: unknown header key 'severty'"), std::string::npos)
+      << typo.status().message();
+}
+
 TEST_F(DiagnoseTest, OnlyRunsWithNewDataAreReexamined) {
   WriteRun("a", 200, {{"loss", HealthyLoss()}});
   WriteRun("b", 200, {{"loss", HealthyLoss()}});

@@ -19,8 +19,17 @@
 -- param max_progress = 0.015: improvement over the flat stretch (relative, Theil–Sen on log-loss), at most
 -- param max_progress_upper = 0.05: and confidently less than this (estimate + 2 standard errors)
 -- param min_drop = 0.2: a drop of this much (relative) before the flat part makes it "after a drop"
+-- param max_rate_ratio = 0.075: or, after a drop, improving at most this fraction of the drop's
+--   pace (upper bound over the flat stretch's length, against the drop's log change over its
+--   length), with the estimate itself at most twice max_progress: short noisy runs cannot
+--   bound the change below max_progress_upper, but a curve that fell 3x and then moves at a
+--   fourteenth of that pace at most is flat by any reading (a power law's last stretch keeps
+--   about a fifth of its earlier pace; a real run's steep first steps make the ratio small,
+--   hence the cap on the estimate)
 -- param stuck_min_points = 150: a run flat from the start is called stuck only after this many points
 -- param lr_low = 0.2: quiet when the LR at the flat stretch's start is at most this fraction of its peak
+-- param lr_low_share = 0.67: or when it is that low over this share of the flat stretch (a
+--   schedule that hit its floor early)
 --
 -- A plateau must be shown, not merely not disproved. The flat stretch runs from where the
 -- smoothed curve first reaches the recent level (the median of the last tail_frac) to the end; over it,
@@ -56,18 +65,28 @@ WITH span AS MATERIALIZED (
          -- The LR where the flat stretch begins (NULL without an lr series).
          (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
             AND step >= flat.since ORDER BY step LIMIT 1) AS lr_then, lr.hi AS lr_peak,
+         (SELECT avg(value <= :lr_low * lr.hi) FROM role_points WHERE run_id = :run_id AND role = 'lr'
+            AND value_class = 0 AND step >= flat.since) AS lr_low_frac,
          -json_extract(t, '$.change') AS progress,                    -- log units ~ relative
          -json_extract(t, '$.change') + 2 * json_extract(t, '$.change_se') AS progress_hi,
          json_extract(t, '$.n') AS flat_n, json_extract(whole, '$.last_step') AS last_step,
-         1.0 * (span.hi - flat.since) / max(1, span.hi - span.lo) AS flat_frac
+         1.0 * (span.hi - flat.since) / max(1, span.hi - span.lo) AS flat_frac,
+         span.lo AS lo, span.hi AS hi
   FROM flat, lr, span
+), paced AS MATERIALIZED (
+  SELECT v.*, initial > 0 AND level <= (1 - :min_drop) * initial AS after_drop,
+         -- The flat stretch's pace (upper bound, per step) over the drop's (per step).
+         CASE WHEN since > lo AND hi > since AND initial > level AND level > 0
+              THEN (progress_hi / (hi - since)) / (ln(initial / level) / (since - lo)) END AS rate_ratio
+  FROM v
 ), found AS (
-  SELECT v.*, initial > 0 AND level <= (1 - :min_drop) * initial AS after_drop FROM v
+  SELECT * FROM paced
   WHERE n >= :min_points AND flat_n >= :min_flat_points AND flat_frac >= :min_flat_frac
     -- A schedule annealing (or sitting at its floor) flattens the loss by design.
-    AND NOT (lr_peak > 0 AND lr_then <= :lr_low * lr_peak)
-    AND progress <= :max_progress AND progress_hi < :max_progress_upper
-    AND progress >= -:max_progress_upper                      -- clearly worse is no plateau
+    AND NOT (lr_peak > 0 AND (lr_then <= :lr_low * lr_peak OR lr_low_frac >= :lr_low_share))
+    AND ((progress <= :max_progress AND progress_hi < :max_progress_upper)
+         OR (after_drop AND progress <= 2 * :max_progress AND rate_ratio <= :max_rate_ratio))
+    AND progress_hi >= -:max_progress_upper                   -- surely worse is no plateau
     AND level > 1e-3 * initial                                -- converged to ~0 is done, not stuck
 )
 SELECT series_id, since AS onset_step, since AS first_step, last_step,
@@ -75,11 +94,13 @@ SELECT series_id, since AS onset_step, since AS first_step, last_step,
          THEN tag || ' has been flat at about ' || printf('%.4g', level) || ' since step ' || since ||
               ' (' || printf('%.0f', 100 * flat_frac) || '% of the run) after dropping from ' ||
               printf('%.4g', initial) || ': it changed ' || printf('%+.1f', -100 * progress) ||
-              '% over that stretch (at most ' || printf('%.1f', 100 * progress_hi) || '% better, given its noise)'
+              '% over that stretch (at most ' || printf('%.1f', 100 * progress_hi) || '% better, given its noise' ||
+              CASE WHEN rate_ratio < 1 THEN ': at most ' || printf('%.0f', 100 * max(rate_ratio, 0.01)) ||
+                   '% of the pace of its drop' ELSE '' END || ')'
          ELSE tag || ' has not moved from its initial level ' || printf('%.4g', initial) || ' in ' || n ||
               ' points (now ' || printf('%.4g', level) || '): the model is not learning' END AS message,
        json_object('series', tag, 'initial', initial, 'level', level, 'progress', progress,
                    'progress_upper', progress_hi, 'since_step', since, 'flat_fraction', flat_frac,
-                   'points', n, 'kind', CASE WHEN after_drop THEN 'after_drop' ELSE 'stuck' END) AS evidence
+                   'points', n, 'pace_vs_drop', rate_ratio, 'kind', CASE WHEN after_drop THEN 'after_drop' ELSE 'stuck' END) AS evidence
 FROM found
 WHERE after_drop OR n >= :stuck_min_points

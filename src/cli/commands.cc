@@ -9,6 +9,7 @@
 
 #include "cli/flags.h"
 #include "cli/format.h"
+#include "diagnose/roles.h"
 #include "diagnose/sql_functions.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
@@ -43,6 +44,9 @@ text_points, run_hparams and run_summary (see docs/schema.md); the diagnosis fun
 options:
   --db FILE         the store (required)
   --format F        table (default), csv, or json (one object per line)
+  --roles           also map every run's tags to roles (the built-in patterns) first, so the
+                    SQL can read role_points and run_roles as the rules do: a rule's query
+                    runs here with :run_id and its parameters written in
   --help            this text
 )";
 
@@ -161,7 +165,7 @@ int CmdIngest(const Args& args) {
 }
 
 namespace {
-int RunQuery(const std::string& db_path, const std::string& sql, Format format) {
+int RunQuery(const std::string& db_path, const std::string& sql, Format format, bool roles = false) {
   Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(db_path);
   if (!db.ok()) {
     std::cerr << "trainwatch: " << db.status().message() << "\n";
@@ -171,6 +175,14 @@ int RunQuery(const std::string& db_path, const std::string& sql, Format format) 
   if (Status st = diagnose::RegisterSqlFunctions(**db); !st.ok()) {
     std::cerr << "trainwatch: " << st.message() << "\n";
     return 1;
+  }
+  if (roles) {
+    Result<diagnose::RoleMap> map = diagnose::AssignRoles(**db, diagnose::EffectiveRolePatterns({}));
+    Status st = map.ok() ? diagnose::WriteRoleTable(**db, *map) : map.status();
+    if (!st.ok()) {
+      std::cerr << "trainwatch: mapping roles: " << st.message() << "\n";
+      return 1;
+    }
   }
   Result<store::Stmt> stmt = (*db)->Prepare(sql);
   if (!stmt.ok()) {
@@ -187,7 +199,7 @@ int RunQuery(const std::string& db_path, const std::string& sql, Format format) 
 }  // namespace
 
 int CmdQuery(const Args& args) {
-  Flags f(args, {"db", "format"}, {"help"});
+  Flags f(args, {"db", "format"}, {"help", "roles"});
   if (f.Has("help")) return Usage(kQueryHelp);
   if (!f.error().empty()) return Usage(kQueryHelp, f.error());
   if (!f.Has("db")) return Usage(kQueryHelp, "query needs --db FILE");
@@ -195,7 +207,7 @@ int CmdQuery(const Args& args) {
   Format format = Format::kTable;
   if (auto s = f.Get("format"); s && !ParseFormat(*s, &format))
     return Usage(kQueryHelp, "unknown --format '" + *s + "' (table, csv or json)");
-  return RunQuery(*f.Get("db"), f.positionals()[0], format);
+  return RunQuery(*f.Get("db"), f.positionals()[0], format, f.Has("roles"));
 }
 
 int CmdRuns(const Args& args) {

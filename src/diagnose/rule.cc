@@ -102,8 +102,9 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
     const size_t colon = body.find(':');
     std::string_view key = colon == std::string_view::npos ? "" : Trim(body.substr(0, colon));
     std::string_view value = colon == std::string_view::npos ? "" : Trim(body.substr(colon + 1));
+    // A key is a word of [a-z_]; "--   length): more" continues the text above it.
     const bool is_key = colon != std::string_view::npos && !key.empty() &&
-                        key.find(' ') == std::string_view::npos;
+                        key.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string_view::npos;
     if (Trim(body).starts_with("param ")) {
       RuleParam p;
       if (Status st = ParseParam(Trim(body).substr(6), &p); !st.ok()) return fail(st.message());

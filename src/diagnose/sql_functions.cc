@@ -153,13 +153,16 @@ void TrendFinal(Acc& a, sqlite3_context* ctx) {
   j.Num("n", static_cast<double>(s.value.size()));
   if (s.value.size() >= 3) {
     auto [start, end] = EndLevels(s.value);
-    const double slope = stats::TheilSenSlope(s.step, s.value);
+    // A long series is fitted through bin medians: every point counts, and the residuals'
+    // spread is then the bins' own, so the standard error below stays honest.
+    const stats::Binned b = stats::BinnedMedians(s.step, s.value);
+    const double slope = stats::TheilSenSlope(b.x, b.y);
     // The noise around the fitted line (robust SD of the residuals), and from it the standard
     // error of the line's total change over the span: for evenly spread points a least-squares
     // slope's SE times the span is sd * sqrt(12 / n); Theil–Sen is close to that.
-    std::vector<double> resid(s.value.size());
-    const double mid_x = stats::Median(s.step), mid_y = stats::Median(s.value);
-    for (size_t i = 0; i < resid.size(); ++i) resid[i] = s.value[i] - (mid_y + slope * (s.step[i] - mid_x));
+    std::vector<double> resid(b.y.size());
+    const double mid_x = stats::Median(b.x), mid_y = stats::Median(b.y);
+    for (size_t i = 0; i < resid.size(); ++i) resid[i] = b.y[i] - (mid_y + slope * (b.x[i] - mid_x));
     const double sd = 1.4826 * stats::Mad(resid, stats::Median(resid));
     const double span = s.step.back() - s.step.front();
     // Point-to-point noise, from second differences (they cancel a local linear trend, so a
@@ -168,7 +171,7 @@ void TrendFinal(Acc& a, sqlite3_context* ctx) {
     j.Num("slope", slope)
         .Num("noise_sd", noise)
         .Num("change", slope * span)
-        .Num("change_se", sd * std::sqrt(12.0 / static_cast<double>(s.value.size())))
+        .Num("change_se", sd * std::sqrt(12.0 / static_cast<double>(b.y.size())))
         .Num("resid_sd", sd)
         .Num("mk_z", stats::MannKendallZ(s.value))
         .Num("first_step", s.step.front())

@@ -329,6 +329,27 @@ double TheilSenSlope(std::span<const double> x, std::span<const double> y) {
   return MedianInPlace(slopes);
 }
 
+Binned BinnedMedians(std::span<const double> x, std::span<const double> y, size_t cap) {
+  const size_t n = std::min(x.size(), y.size());
+  Binned out;
+  if (n <= cap || cap == 0) {
+    out.x.assign(x.begin(), x.begin() + n);
+    out.y.assign(y.begin(), y.begin() + n);
+    return out;
+  }
+  out.x.reserve(cap);
+  out.y.reserve(cap);
+  std::vector<double> bx, by;
+  for (size_t b = 0; b < cap; ++b) {
+    const size_t lo = b * n / cap, hi = (b + 1) * n / cap;
+    bx.assign(x.begin() + lo, x.begin() + hi);
+    by.assign(y.begin() + lo, y.begin() + hi);
+    out.x.push_back(MedianInPlace(bx));
+    out.y.push_back(MedianInPlace(by));
+  }
+  return out;
+}
+
 double MannKendallZ(std::span<const double> y) {
   const std::vector<size_t> idx = EvenlySpaced(y.size(), kMaxPairwisePoints);
   if (idx.size() < 3) return 0;

@@ -37,6 +37,14 @@ std::vector<double> Ema(std::span<const double> x, double alpha);
 // NaN when fewer than 2 distinct x.
 double TheilSenSlope(std::span<const double> x, std::span<const double> y);
 
+// Above `cap` points: the medians of `cap` contiguous bins, x and y each, so that an O(n^2)
+// estimator uses every point (a bin's median is less noisy than one point) rather than a
+// subsample. Up to `cap` points: the series as it is.
+struct Binned {
+  std::vector<double> x, y;
+};
+Binned BinnedMedians(std::span<const double> x, std::span<const double> y, size_t cap = 2000);
+
 // Mann–Kendall trend test: the normal z of S (with continuity correction and the variance
 // correction for ties). Positive: increasing. Above 2,000 points, a deterministic subsample.
 // 0 when fewer than 3 points.
