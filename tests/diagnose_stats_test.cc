@@ -140,6 +140,29 @@ TEST(Stats, TheilSenThroughBinMediansScattersLessThanThroughASubsample) {
                                          << std::sqrt(bin2 / reps);
 }
 
+TEST(Stats, FoldedEpochContrastSeesASawtoothUnderNoiseAndNotATrendOrNoise) {
+  const size_t n = 600, per = 30;
+  Vec x(n), saw(n), trend(n), bounds;
+  const Vec noise = Noise(n, 0.15, 7);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = static_cast<double>(i);
+    const double phase = static_cast<double>(i % per) / per;
+    trend[i] = -0.002 * static_cast<double>(i) + noise[i];
+    saw[i] = trend[i] + 0.2 * (1 - phase);
+  }
+  for (size_t b = per; b < n; b += per) bounds.push_back(static_cast<double>(b));
+  EpochFold f = FoldedEpochContrast(x, saw, bounds);
+  ASSERT_TRUE(f.ok);
+  EXPECT_EQ(f.epoch_points, per);
+  EXPECT_GT(f.z, 6);
+  EXPECT_NEAR(f.effect, 0.2 * 0.8, 0.05);  // phase ~0.1 against ~0.9
+  EXPECT_LT(std::fabs(f.control_z), f.z / 2.5);
+  EpochFold t = FoldedEpochContrast(x, trend, bounds);
+  ASSERT_TRUE(t.ok);
+  EXPECT_LT(std::fabs(t.z), 4) << "a trend is removed by the one-epoch moving average";
+  EXPECT_FALSE(FoldedEpochContrast(x, saw, Vec{300}).ok) << "one boundary is not a period";
+}
+
 TEST(Stats, TheilSenIgnoresOutliers) {
   Vec x, y;
   for (int i = 0; i <= 20; ++i) {

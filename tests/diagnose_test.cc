@@ -296,6 +296,29 @@ TEST_F(DiagnoseTest, EpochBoundaryJumps) {
   EXPECT_TRUE(Of(ev, "epoch_boundary_jumps", "smooth").empty());
 }
 
+TEST_F(DiagnoseTest, EpochBoundaryJumpsTooNoisyForOneBoundaryAreSeenWithTheEpochsFolded) {
+  // A 30% sawtooth under 15% noise, 12 epochs of 25 points: no single boundary stands out
+  // (a jump is about 1.7 standard errors with 8 points each side), the folded epochs do. The same noise without the sawtooth stays quiet.
+  auto noisy = [this](double saw) {
+    return [this, saw](int64_t t) {
+      return (0.5 + 1.5 * std::pow(1 + t / 30.0, -1.0)) * (1 + saw * (1 - (t % 25) / 25.0)) *
+             std::exp(std::normal_distribution<>(0, 0.15)(rng_));
+    };
+  };
+  auto epoch = [](int64_t t) { return static_cast<double>(t / 25); };
+  WriteRun("sawtooth", 300, {{"loss", noisy(0.3)}, {"epoch", epoch}});
+  WriteRun("noise", 300, {{"loss", noisy(0.0)}, {"epoch", epoch}});
+  Evaluation ev = Evaluate();
+  auto j = Of(ev, "epoch_boundary_jumps", "sawtooth");
+  std::string all;
+  for (const auto& o : ev.observations) all += o.run + " " + o.rule + " " + o.muted_by + ": " + o.message + "\n";
+  ASSERT_EQ(j.size(), 1u) << all;
+  EXPECT_NE(j[0].evidence.find("\"method\":\"folded\""), std::string::npos) << j[0].message;
+  EXPECT_NE(j[0].message.find("higher just after epoch boundaries"), std::string::npos) << j[0].message;
+  EXPECT_EQ(j[0].onset_step, 25) << "a data-order bug is there from the first epoch";
+  EXPECT_TRUE(Of(ev, "epoch_boundary_jumps", "noise").empty());
+}
+
 TEST_F(DiagnoseTest, EpochBoundaryJumpsWithoutAnEpochTagFromThePeriod) {
   WriteRun("jumps", 1500, {{"loss", [this](int64_t t) { return (0.6 + 0.004 * (100 - t % 100)) * std::exp(std::normal_distribution<>(0, 0.01)(rng_)); }}});
   Evaluation ev = Evaluate();

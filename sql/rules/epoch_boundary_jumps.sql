@@ -16,6 +16,11 @@
 -- param min_consecutive = 2: boundaries in a row with a jump the same way
 -- param control_ratio = 2.5: the median |z| at boundaries over that at mid-epoch points, at least
 --   (a trend shifts every window alike; only an epoch effect singles out the boundaries)
+-- param folded_z = 6: or, too noisy to see one boundary at a time: the epochs folded together,
+--   the first fifth of an epoch against its last fifth, in standard errors (with the control,
+--   half an epoch later, control_ratio times smaller, and the shifts at the boundaries the
+--   same way min_consecutive times in a row)
+-- param min_effect = 0.05: and the folded difference at least this much of the loss (relative)
 -- param min_period = 10: without an epoch tag, the shortest period (in points) looked for
 -- param max_period = 5000: and the longest
 --
@@ -51,30 +56,65 @@ WITH ep AS (
          (SELECT tw_boundary_jumps(l.step, l.value, per.steps, max(3, CAST(:window_frac * per.n / (per.epochs + 1) AS INTEGER)), :z)
             FROM loss l WHERE l.series_id = per.series_id) AS r
   FROM per
-), dir AS (
-  SELECT j.*, json_extract(r, '$.max_consecutive_up') >= :min_consecutive
-                AND json_extract(r, '$.up') >= 0.5 * json_extract(r, '$.evaluated') AS is_up,
-              json_extract(r, '$.max_consecutive_down') >= :min_consecutive
-                AND json_extract(r, '$.down') >= 0.5 * json_extract(r, '$.evaluated') AS is_down
+), seen AS (
+  -- One boundary at a time: jumps beyond z, in a row, singled out against mid-epoch controls.
+  SELECT j.*, json_extract(r, '$.boundary_median_abs_z') >=
+                :control_ratio * max(1, COALESCE(json_extract(r, '$.control_median_abs_z'), 0)) AS singled_out,
+         -- All epochs folded together (noisy curves).
+         COALESCE(abs(json_extract(r, '$.folded_z')) >= :folded_z
+                  AND abs(json_extract(r, '$.folded_z')) >= :control_ratio * abs(json_extract(r, '$.folded_control_z'))
+                  AND abs(json_extract(r, '$.folded_effect')) >= :min_effect, 0) AS folded
   FROM j
-  WHERE json_extract(r, '$.boundary_median_abs_z') >=
-        :control_ratio * max(1, COALESCE(json_extract(r, '$.control_median_abs_z'), 0))
+), dir AS (
+  SELECT seen.*,
+         (singled_out AND json_extract(r, '$.max_consecutive_up') >= :min_consecutive
+            AND json_extract(r, '$.up') >= 0.5 * json_extract(r, '$.evaluated')) AS up_one_by_one,
+         (singled_out AND json_extract(r, '$.max_consecutive_down') >= :min_consecutive
+            AND json_extract(r, '$.down') >= 0.5 * json_extract(r, '$.evaluated')) AS down_one_by_one,
+         (folded AND json_extract(r, '$.folded_z') > 0 AND json_extract(r, '$.max_same_sign_up') >= :min_consecutive) AS up_folded,
+         (folded AND json_extract(r, '$.folded_z') < 0 AND json_extract(r, '$.max_same_sign_down') >= :min_consecutive) AS down_folded
+  FROM seen
+), judged AS (
+  SELECT dir.*, up_one_by_one OR (up_folded AND NOT down_one_by_one) AS is_up,
+         down_one_by_one OR (down_folded AND NOT up_one_by_one) AS is_down,
+         (up_one_by_one OR down_one_by_one) AS one_by_one
+  FROM dir
+), placed AS (
+  -- The onset: a data-order bug is there from the first epoch, so when (nearly) every boundary
+  -- shows it, or the folded epochs do, it is the first boundary (the steep early descent often
+  -- hides the first jump); else the first boundary that jumped.
+  SELECT judged.*,
+         CASE WHEN NOT one_by_one OR (is_up AND up_folded) OR (is_down AND down_folded)
+                OR json_extract(r, CASE WHEN is_up THEN '$.up' ELSE '$.down' END) >= json_extract(r, '$.evaluated') - 1
+              THEN json_extract(r, '$.first_boundary')
+              ELSE json_extract(r, CASE WHEN is_up THEN '$.first_up_step' ELSE '$.first_down_step' END) END AS onset
+  FROM judged WHERE is_up OR is_down
 )
-SELECT series_id,
-       json_extract(r, CASE WHEN is_up THEN '$.first_up_step' ELSE '$.first_down_step' END) AS onset_step,
-       json_extract(r, CASE WHEN is_up THEN '$.first_up_step' ELSE '$.first_down_step' END) AS first_step,
-       json_extract(r, CASE WHEN is_up THEN '$.last_up_step' ELSE '$.last_down_step' END) AS last_step,
+SELECT series_id, onset AS onset_step, onset AS first_step,
+       COALESCE(json_extract(r, CASE WHEN is_up THEN '$.last_up_step' ELSE '$.last_down_step' END),
+                json_extract(steps, '$[#-1]')) AS last_step,
+       CASE WHEN one_by_one THEN
        tag || CASE WHEN is_up THEN ' jumps up' ELSE ' drops' END || ' right after ' ||
          json_extract(r, CASE WHEN is_up THEN '$.up' ELSE '$.down' END) || ' of ' || json_extract(r, '$.evaluated') ||
          ' epoch boundaries (' || json_extract(r, CASE WHEN is_up THEN '$.max_consecutive_up' ELSE '$.max_consecutive_down' END) ||
          ' in a row; median |z| ' || printf('%.1f', json_extract(r, '$.boundary_median_abs_z')) || ' at boundaries against ' ||
          printf('%.1f', COALESCE(json_extract(r, '$.control_median_abs_z'), 0)) || ' mid-epoch; ' || w ||
-         ' points each side' || CASE WHEN from_tag THEN '' ELSE '; epochs inferred from the curve''s period, ' ||
+         ' points each side'
+       ELSE
+       tag || ' sits ' || printf('%.0f', 100 * abs(json_extract(r, '$.folded_effect'))) || '% ' ||
+         CASE WHEN is_up THEN 'higher' ELSE 'lower' END || ' just after epoch boundaries than just before them, ' ||
+         'over all ' || epochs || ' boundaries folded together (z ' || printf('%.1f', json_extract(r, '$.folded_z')) ||
+         ' against ' || printf('%.1f', json_extract(r, '$.folded_control_z')) || ' mid-epoch; too noisy to see at one boundary, median |z| ' ||
+         printf('%.1f', json_extract(r, '$.boundary_median_abs_z'))
+       END || CASE WHEN from_tag THEN '' ELSE '; epochs inferred from the curve''s period, ' ||
          CAST(json_extract(steps, '$[1]') - json_extract(steps, '$[0]') AS INTEGER) || ' steps' END || ')' AS message,
        json_object('series', tag, 'direction', CASE WHEN is_up THEN 'up' ELSE 'down' END,
                    'boundaries', json_extract(r, '$.boundaries'), 'evaluated', json_extract(r, '$.evaluated'),
                    'up', json_extract(r, '$.up'), 'down', json_extract(r, '$.down'),
                    'boundary_median_abs_z', json_extract(r, '$.boundary_median_abs_z'),
                    'control_median_abs_z', json_extract(r, '$.control_median_abs_z'),
-                   'jumps', json(json_extract(r, '$.jumps')), 'window_points', w) AS evidence
-FROM dir WHERE is_up OR is_down
+                   'jumps', json(json_extract(r, '$.jumps')), 'window_points', w,
+                   'folded_z', json_extract(r, '$.folded_z'), 'folded_control_z', json_extract(r, '$.folded_control_z'),
+                   'folded_effect', json_extract(r, '$.folded_effect'),
+                   'method', CASE WHEN one_by_one THEN 'boundaries' ELSE 'folded' END) AS evidence
+FROM placed

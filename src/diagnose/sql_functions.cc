@@ -409,6 +409,8 @@ void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
   std::sort(bounds.begin(), bounds.end());
   Json jumps = Json::Array();
   int64_t evaluated = 0, up = 0, down = 0, run_up = 0, run_down = 0, best_up = 0, best_down = 0;
+  // Runs of boundaries whose shift merely has the same sign (for the folded test below).
+  int64_t sign_up = 0, sign_down = 0, best_sign_up = 0, best_sign_down = 0;
   double first_up = NAN, first_down = NAN, last_up = NAN, last_down = NAN;
   std::vector<double> boundary_abs, control_abs;
   const double sd = stats::NoiseSd(s.value);
@@ -425,6 +427,10 @@ void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
     run_down = is_down ? run_down + 1 : 0;
     best_up = std::max(best_up, run_up);
     best_down = std::max(best_down, run_down);
+    sign_up = sh.z > 0 ? sign_up + 1 : 0;
+    sign_down = sh.z < 0 ? sign_down + 1 : 0;
+    best_sign_up = std::max(best_sign_up, sign_up);
+    best_sign_down = std::max(best_sign_down, sign_down);
     if (is_up) {
       up++;
       if (std::isnan(first_up)) first_up = b;
@@ -448,7 +454,14 @@ void BoundaryJumpsFinal(Acc& a, sqlite3_context* ctx) {
       .Num("first_down_step", first_down).Num("last_down_step", last_down)
       .Num("boundary_median_abs_z", stats::Median(boundary_abs))
       .Num("control_median_abs_z", stats::Median(control_abs))
-      .Nested("jumps", jumps.LastItems(12));
+      .Nested("jumps", jumps.LastItems(12))
+      .Num("max_same_sign_up", static_cast<double>(best_sign_up))
+      .Num("max_same_sign_down", static_cast<double>(best_sign_down))
+      .Num("first_boundary", bounds.empty() ? NAN : bounds.front());
+  if (stats::EpochFold f = stats::FoldedEpochContrast(s.step, s.value, bounds); f.ok) {
+    j.Num("folded_z", f.z).Num("folded_control_z", f.control_z)
+        .Num("folded_effect", s.log ? std::expm1(f.effect) : f.effect);
+  }
   ResultJson(ctx, j);
 }
 

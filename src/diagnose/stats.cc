@@ -473,4 +473,73 @@ BestSoFar BestSoFarMin(std::span<const double> y, double min_delta_rel) {
   return b;
 }
 
+namespace {
+
+// Welch's z for mean(a) - mean(b); 0 when either group has fewer than 3 values.
+double WelchZ(const std::vector<double>& a, const std::vector<double>& b, double* diff) {
+  auto moments = [](const std::vector<double>& v) {
+    double m = 0, ss = 0;
+    for (double x : v) m += x;
+    m /= static_cast<double>(v.size());
+    for (double x : v) ss += (x - m) * (x - m);
+    return std::pair{m, ss / static_cast<double>(v.size() - 1)};
+  };
+  *diff = 0;
+  if (a.size() < 3 || b.size() < 3) return 0;
+  auto [ma, va] = moments(a);
+  auto [mb, vb] = moments(b);
+  *diff = ma - mb;
+  const double se = std::sqrt(va / static_cast<double>(a.size()) + vb / static_cast<double>(b.size()));
+  return se > 0 ? *diff / se : 0;
+}
+
+}  // namespace
+
+EpochFold FoldedEpochContrast(std::span<const double> x, std::span<const double> y,
+                              std::span<const double> boundaries) {
+  EpochFold out;
+  const size_t n = std::min(x.size(), y.size());
+  std::vector<double> b(boundaries.begin(), boundaries.end());
+  std::sort(b.begin(), b.end());
+  if (b.size() < 2 || n < 10) return out;
+  // The median epoch length, in steps and in points.
+  std::vector<double> len_steps, len_points;
+  for (size_t k = 1; k < b.size(); ++k) {
+    len_steps.push_back(b[k] - b[k - 1]);
+    const auto lo = std::lower_bound(x.begin(), x.begin() + n, b[k - 1]);
+    const auto hi = std::lower_bound(x.begin(), x.begin() + n, b[k]);
+    len_points.push_back(static_cast<double>(hi - lo));
+  }
+  const double epoch_steps = Median(len_steps);
+  const size_t w = static_cast<size_t>(Median(len_points));
+  out.epoch_points = w;
+  if (w < 5 || !(epoch_steps > 0) || n < 3 * w) return out;
+  // Residuals from a centered moving average one epoch wide (prefix sums: O(n)).
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + y[i];
+  const size_t half = w / 2;
+  std::vector<double> early, late, c_early, c_late;
+  for (size_t i = half; i + (w - half) <= n; ++i) {
+    const double trend = (prefix[i - half + w] - prefix[i - half]) / static_cast<double>(w);
+    const double r = y[i] - trend;
+    // Phase within the epoch holding x[i]; before the first boundary and after the last, the
+    // median epoch length stands in for the missing neighbour.
+    const auto up = std::upper_bound(b.begin(), b.end(), x[i]);
+    const double start = up == b.begin() ? b.front() - epoch_steps : *(up - 1);
+    const double end = up == b.end() ? b.back() + epoch_steps : *up;
+    if (!(end > start)) continue;
+    const double phase = (x[i] - start) / (end - start);
+    if (phase < 0.2) early.push_back(r);
+    else if (phase >= 0.8) late.push_back(r);
+    if (phase >= 0.5 && phase < 0.7) c_early.push_back(r);
+    else if (phase >= 0.3 && phase < 0.5) c_late.push_back(r);
+  }
+  if (early.size() < 10 || late.size() < 10) return out;
+  double control_diff = 0;
+  out.z = WelchZ(early, late, &out.effect);
+  out.control_z = WelchZ(c_early, c_late, &control_diff);
+  out.ok = true;
+  return out;
+}
+
 }  // namespace tw::diagnose::stats

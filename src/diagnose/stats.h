@@ -101,4 +101,21 @@ struct BestSoFar {
 };
 BestSoFar BestSoFarMin(std::span<const double> y, double min_delta_rel);
 
+// An epoch effect seen across all epochs at once, for curves too noisy to show it at any one
+// boundary. The trend is removed with a moving average exactly one epoch wide (a pattern that
+// repeats every epoch averages out of it); the residuals are folded by their phase within
+// their epoch (0 at a boundary, 1 just before the next); `z` compares the first fifth of the
+// epochs with the last fifth (Welch): positive when the curve sits higher just after a
+// boundary than just before it. `control_z` does the same half an epoch later (phase 0.5), where
+// an epoch effect has no edge. `effect` is the mean difference, in y's units. `epoch_points`
+// is the median epoch length in points; ok is false with fewer than 2 epochs of 5 points or
+// too few points in a group.
+struct EpochFold {
+  bool ok = false;
+  double z = 0, control_z = 0, effect = 0;
+  size_t epoch_points = 0;
+};
+EpochFold FoldedEpochContrast(std::span<const double> x, std::span<const double> y,
+                              std::span<const double> boundaries);
+
 }  // namespace tw::diagnose::stats
