@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "diagnose/sql_functions.h"
+#include "diagnose/step_metric.h"
 #include "diagnose/verdict.h"
 #include "store/store.h"
 
@@ -84,6 +85,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
     if (!st.ok()) return st.status();
     *f.stmt = std::move(*st);
   }
+  Result<StepMetrics> step_metrics = StepMetrics::Prepare(*e->db_);
+  if (!step_metrics.ok()) return step_metrics.status();
+  e->step_metrics_ = std::make_unique<StepMetrics>(std::move(*step_metrics));
 
   const std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
   for (const auto& r : all)
@@ -193,6 +197,7 @@ Status Engine::Finish(Observation* o, const Rule& r) {
     if (!row.ok()) return row.status();
     if (*row) o->series = series_tag_.Text(0);
     series_tag_.Reset();
+    TW_RETURN_IF_ERROR(step_metrics_->Annotate(o));
   }
   if (r.for_seconds > 0 && o->onset_step && o->series_id != 0) {
     held_.Reset();
