@@ -56,7 +56,9 @@ struct Verdict {
 };
 
 struct Evaluation {
-  std::vector<Observation> observations;  // muted ones included, with muted_by set
+  // Muted ones included, with muted_by set; last, a run_verdict per run judged watch or kill
+  // (verdict.h), unless disabled.
+  std::vector<Observation> observations;
   std::vector<Verdict> verdicts;          // one per examined subject run
   std::vector<int64_t> examined;          // subject runs examined by scope-run rules
   std::set<std::string> all_scope_rules;  // rules that examined every run
