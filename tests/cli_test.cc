@@ -203,7 +203,7 @@ TEST(Cli, DiagnoseFindingsRolesAndRules) {
       << "Keras validation runs pair with their train run\n" << out;
 
   ASSERT_EQ(RunCommand(Cli() + " rules", &out), 0);
-  for (const char* id : {"non_finite_loss", "loss_divergence", "overfitting", "stale_run", "grokking"})
+  for (const char* id : {"non_finite_loss", "loss_divergence", "overfitting", "stale_run", "grokking", "run_verdict"})
     EXPECT_NE(out.find(std::string(id) + "  ["), std::string::npos) << id;
   EXPECT_NE(out.find("z = 8: modified z"), std::string::npos) << out;
 

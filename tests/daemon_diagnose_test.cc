@@ -1,7 +1,7 @@
 // The daemon's diagnosis, as a real process: a run whose loss turns NaN while the daemon
 // watches produces exactly one firing finding (stored and logged once, kept current as more
-// data arrives), healthy runs produce none, and a [rules] config typo is refused at start and
-// on SIGHUP.
+// data arrives) and a run_verdict, healthy runs produce none, and a [rules] config typo is
+// refused at start and on SIGHUP.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -80,6 +80,13 @@ TEST(DaemonDiagnose, ALossTurningNanWhileWatchedFiresOnceAndStaysCurrent) {
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM finding_transitions t JOIN findings f USING (finding_id) "
                       "WHERE f.rule = 'non_finite_loss'"), 1);
   EXPECT_EQ(Occurrences(d.Log(), "finding firing: [critical] non_finite_loss on sick"), 1u) << d.Log();
+  // The run's verdict is stored beside it, as information (no default channel would send it),
+  // and the healthy run has none.
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM findings WHERE rule = 'run_verdict' AND state = 'firing' "
+                         "AND severity = 'info' AND json_extract(evidence, '$.verdict') = 'kill' "
+                         "AND run_id = (SELECT run_id FROM runs WHERE name = 'sick')"), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM finding_list WHERE run = 'healthy' AND rule = 'run_verdict'"), 0);
+  EXPECT_EQ(Occurrences(d.Log(), "finding firing: [info] run_verdict on sick: "), 1u) << d.Log();
 
   d.Signal(SIGTERM);
   std::optional<int> status = d.Wait(5s);

@@ -12,6 +12,7 @@
 #include "cli/format.h"
 #include "diagnose/engine.h"
 #include "diagnose/report.h"
+#include "diagnose/verdict.h"
 #include "store/store.h"
 
 namespace tw::cli {
@@ -181,6 +182,14 @@ int CmdRules(const Args& args) {
     }
     if (f.Has("verbose")) std::cout << "    cause: " << r.cause << "\n    fix:   " << r.fix << "\n";
   }
+  // Not a SQL rule: the engine's verdict per run, listed because config can disable it.
+  const diagnose::Rule& v = diagnose::RunVerdictRule();
+  std::cout << v.id << "  [" << diagnose::SeverityName(v.severity) << "]"
+            << (options.disabled.count(v.id) ? " (disabled)" : "") << "  " << v.title << "\n"
+            << "    computed from the run's other findings (watch: a warning fires; kill: a critical one), "
+               "with the loss forecast; healthy runs get none; from "
+            << v.origin << "\n";
+  if (f.Has("verbose")) std::cout << "    cause: " << v.cause << "\n    fix:   " << v.fix << "\n";
   for (const auto& e : errors) std::cout << "not loaded: " << e << "\n";
   return errors.empty() ? 0 : 1;
 }

@@ -8,6 +8,8 @@
 #include <cstdio>
 
 #include "diagnose/sql_functions.h"
+#include "diagnose/step_metric.h"
+#include "diagnose/verdict.h"
 #include "store/store.h"
 
 namespace tw::diagnose {
@@ -83,14 +85,19 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
     if (!st.ok()) return st.status();
     *f.stmt = std::move(*st);
   }
+  Result<StepMetrics> step_metrics = StepMetrics::Prepare(*e->db_);
+  if (!step_metrics.ok()) return step_metrics.status();
+  e->step_metrics_ = std::make_unique<StepMetrics>(std::move(*step_metrics));
 
   const std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
   for (const auto& r : all)
     if (!e->options_.disabled.count(r.id)) e->rules_.push_back(r);
   // Config that names a rule or parameter that does not exist is a typo worth reporting.
   for (const auto& [id, params] : e->options_.params) {
-    auto rule = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; });
-    if (rule == all.end()) {
+    auto found = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; });
+    // run_verdict is no SQL rule, but config may name it like one (it has no parameters).
+    const Rule* rule = found != all.end() ? &*found : id == kRunVerdictId ? &RunVerdictRule() : nullptr;
+    if (!rule) {
       e->load_errors_.push_back("config: [rules." + id + "]: no rule has this id");
       continue;
     }
@@ -190,6 +197,7 @@ Status Engine::Finish(Observation* o, const Rule& r) {
     if (!row.ok()) return row.status();
     if (*row) o->series = series_tag_.Text(0);
     series_tag_.Reset();
+    TW_RETURN_IF_ERROR(step_metrics_->Annotate(o));
   }
   if (r.for_seconds > 0 && o->onset_step && o->series_id != 0) {
     held_.Reset();
@@ -352,6 +360,14 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
   for (int64_t run : map->subjects)
     ev.verdicts.push_back(VerdictFor(run, names.count(run) ? names[run] : RunName(run),
                                      worst.count(run) ? worst[run] : -1));
+  if (!options_.disabled.count(kRunVerdictId)) {
+    std::map<int64_t, std::vector<const Observation*>> by_run;
+    for (const auto& o : ev.observations) by_run[o.run_id].push_back(&o);
+    std::vector<Observation> verdicts;  // appended after: by_run points into ev.observations
+    for (const Verdict& v : ev.verdicts)
+      if (std::optional<Observation> o = VerdictObservation(v, by_run[v.run_id])) verdicts.push_back(std::move(*o));
+    for (auto& o : verdicts) ev.observations.push_back(std::move(o));
+  }
   (void)db_->Exec("COMMIT");
   return ev;
 }

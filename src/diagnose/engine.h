@@ -20,6 +20,8 @@
 
 namespace tw::diagnose {
 
+class StepMetrics;
+
 struct EngineOptions {
   std::string rules_dir;  // extra rules (*.sql); empty: built-ins only
   // Per rule id, parameter values overriding the rule's defaults (config [rules.ID]).
@@ -54,7 +56,9 @@ struct Verdict {
 };
 
 struct Evaluation {
-  std::vector<Observation> observations;  // muted ones included, with muted_by set
+  // Muted ones included, with muted_by set; last, a run_verdict per run judged watch or kill
+  // (verdict.h), unless disabled.
+  std::vector<Observation> observations;
   std::vector<Verdict> verdicts;          // one per examined subject run
   std::vector<int64_t> examined;          // subject runs examined by scope-run rules
   std::set<std::string> all_scope_rules;  // rules that examined every run
@@ -103,6 +107,7 @@ class Engine {
   std::vector<std::unique_ptr<Prepared>> prepared_;
   // Statements every evaluation runs per run or per observation, prepared once in Open().
   store::Stmt series_tag_, held_, run_name_, forecast_;
+  std::unique_ptr<StepMetrics> step_metrics_;  // W&B trainer steps beside `_step` (step_metric.h)
   std::vector<std::string> load_errors_;
   std::vector<RolePattern> patterns_;
   std::map<int64_t, std::pair<int64_t, int64_t>> last_change_;  // run -> (offsets sum, files)

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/json.h"
+#include "diagnose/verdict.h"
 
 namespace tw::diagnose {
 
@@ -66,7 +67,9 @@ std::string Json(const Evaluation& ev) {
 std::string Text(const Evaluation& ev, store::Db& db, bool markdown) {
   std::map<int64_t, std::vector<const Observation*>> by_run;
   std::map<int64_t, std::vector<const Observation*>> muted;
-  for (const auto& o : ev.observations) (Shown(o) ? by_run : muted)[o.run_id].push_back(&o);
+  for (const auto& o : ev.observations)
+    if (o.rule != kRunVerdictId)  // the verdict heads each run's section already
+      (Shown(o) ? by_run : muted)[o.run_id].push_back(&o);
   std::ostringstream out;
   int healthy = 0;
   for (const auto& v : ev.verdicts) {

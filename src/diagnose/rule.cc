@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "diagnose/verdict.h"
+
 namespace tw::diagnose {
 
 namespace fs = std::filesystem;
@@ -156,6 +158,10 @@ std::vector<Rule> LoadRules(const std::string& user_dir, std::vector<std::string
   auto add = [&](Result<Rule> r) {
     if (!r.ok()) {
       errors->push_back(r.status().message());
+      return;
+    }
+    if (r->id == kRunVerdictId) {  // the engine's own finding: a rule of that id would collide
+      errors->push_back(r->origin + ": the id " + r->id + " is reserved (the verdict the engine computes)");
       return;
     }
     auto same = std::find_if(rules.begin(), rules.end(), [&](const Rule& x) { return x.id == r->id; });
