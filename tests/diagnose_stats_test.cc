@@ -163,6 +163,18 @@ TEST(Stats, FoldedEpochContrastSeesASawtoothUnderNoiseAndNotATrendOrNoise) {
   EXPECT_FALSE(FoldedEpochContrast(x, saw, Vec{300}).ok) << "one boundary is not a period";
 }
 
+TEST(Stats, SwingOnsetFindsWhereADescentTurnsIntoSwings) {
+  Vec y;
+  for (int i = 0; i < 400; ++i)
+    y.push_back(i < 150 ? 2.0 - 0.01 * i : 0.5 + 0.4 * std::sin(2 * std::numbers::pi * (i - 150) / 40.0));
+  const int64_t k = SwingOnset(y, 40);
+  EXPECT_NEAR(static_cast<double>(k), 150, 10);
+  Vec descent(400);
+  for (size_t i = 0; i < descent.size(); ++i) descent[i] = 2.0 - 0.004 * static_cast<double>(i);
+  EXPECT_EQ(SwingOnset(descent, 40), -1) << "a monotone curve never leaves its centred median";
+  EXPECT_EQ(SwingOnset(Vec(50, 1.0), 40), -1) << "too short";
+}
+
 TEST(Stats, TheilSenIgnoresOutliers) {
   Vec x, y;
   for (int i = 0; i <= 20; ++i) {

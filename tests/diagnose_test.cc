@@ -343,6 +343,53 @@ TEST_F(DiagnoseTest, OscillationIsNotNoise) {
   EXPECT_EQ(Alarms(ev, "noisy"), std::vector<std::string>{});
 }
 
+TEST_F(DiagnoseTest, SlowSwingsAreOscillationFromWhereTheyBeganNotADivergenceOnTheirRise) {
+  // A drop until step 740, then 2.9x swings with a period of 538 steps, ending on a rise: the
+  // last half-swing alone looks like a divergence from its trough (2x, rising), but the loss
+  // was as high before and came back by itself. A real divergence (a first-ever rise) fires.
+  WriteRun("slow_swings", 2000, {{"loss", [this](int64_t t) {
+                                   const double base = 0.5 + 1.5 * std::pow(1 + t / 60.0, -1.0);
+                                   const double level = 0.5 + 1.5 * std::pow(1 + 740 / 60.0, -1.0);
+                                   const double x = t < 740 ? base : level * std::exp(0.532 * std::sin(2 * M_PI * (t - 740) / 538.0));
+                                   return x * std::exp(std::normal_distribution<>(0, 0.01)(rng_));
+                                 }, 10}});
+  WriteRun("rising", 2000, {{"loss", [this](int64_t t) {
+                              const double base = 0.5 + 1.5 * std::pow(1 + t / 60.0, -1.0);
+                              return (t < 1400 ? base : base * std::exp((t - 1400) / 400.0)) *
+                                     std::exp(std::normal_distribution<>(0, 0.01)(rng_));
+                            }, 10}});
+  Evaluation ev = Evaluate();
+  auto o = Of(ev, "loss_oscillation", "slow_swings");
+  ASSERT_EQ(o.size(), 1u);
+  ASSERT_TRUE(o[0].onset_step);
+  EXPECT_NEAR(static_cast<double>(*o[0].onset_step), 740, 100) << o[0].message;
+  EXPECT_TRUE(Of(ev, "loss_divergence", "slow_swings").empty());
+  EXPECT_EQ(Of(ev, "loss_divergence", "rising").size(), 1u);
+}
+
+TEST_F(DiagnoseTest, PlateauByItsPaceAgainstTheDrop) {
+  // The pace reading alone (the bound on the change is switched off with max_progress_upper =
+  // 0): a 4x drop, then flat for 60% of the run, moves at a sliver of the drop's pace; a
+  // power law keeps about a fifth of its pace and stays quiet.
+  WriteRun("flat_after_drop", 2000, {{"loss", [this](int64_t t) {
+                                       const double clean = t < 800 ? 0.5 * std::pow(4.0, 1 - t / 800.0) : 0.5;
+                                       return clean * std::exp(std::normal_distribution<>(0, 0.05)(rng_));
+                                     }, 10}});
+  WriteRun("power_law", 2000, {{"loss", [this](int64_t t) {
+                                 return 2.0 * std::pow(1 + t / 100.0, -0.5) * std::exp(std::normal_distribution<>(0, 0.05)(rng_));
+                               }, 10}});
+  EngineOptions o;
+  o.params["loss_plateau"]["max_progress_upper"] = 0;
+  Evaluation ev = Evaluate(o);
+  auto p = Of(ev, "loss_plateau", "flat_after_drop");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].message.find("of the pace of its drop"), std::string::npos) << p[0].message;
+  EXPECT_NE(p[0].evidence.find("\"pace_vs_drop\""), std::string::npos);
+  EXPECT_NEAR(static_cast<double>(*p[0].onset_step), 800, 100);
+  auto healthy = Of(ev, "loss_plateau", "power_law");
+  EXPECT_TRUE(healthy.empty()) << healthy[0].message;
+}
+
 TEST_F(DiagnoseTest, LayerGradients) {
   WriteRun("vanishing", 500, {{"loss", HealthyLoss()},
                               {"grad_norm/layer0", [](int64_t) { return 2e-8; }, 10},

@@ -19,7 +19,9 @@
 -- Method: the loss on a log scale, smoothed by a rolling median; its best (lowest) level and
 -- where it was; the current level. Diverging when the current level is `ratio` times the best,
 -- the rise since the best is a significant monotone trend (not a single spike), and it is
--- not already falling back.
+-- not already falling back; and the level is new: a curve that already came down past halfway
+-- since, went back up this high and fell again by itself is swinging (loss_oscillation).
+-- (The step where it was as high before is `was_as_high_step` in tw_divergence's result.)
 WITH d AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, tw_divergence(step, value, :window) AS j
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
@@ -29,7 +31,8 @@ WITH d AS MATERIALIZED (
          json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
          json_extract(j, '$.current') AS cur, json_extract(j, '$.ratio_to_best') AS ratio,
          json_extract(j, '$.peak_ratio_to_best') AS peak, json_extract(j, '$.mk_z_since_best') AS z,
-         json_extract(j, '$.frac_since_best') AS frac, json_extract(j, '$.last_step') AS last_step
+         json_extract(j, '$.frac_since_best') AS frac, json_extract(j, '$.last_step') AS last_step,
+         json_extract(j, '$.was_as_high_step') AS was_as_high
   FROM d WHERE n >= :min_points AND json_extract(j, '$.log') = 1
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
@@ -41,6 +44,6 @@ SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
                    'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
                    'smoothing_window', :window) AS evidence
 FROM v
-WHERE ratio >= 0.7 * peak
+WHERE ratio >= 0.7 * peak AND was_as_high IS NULL
   AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
        OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac))

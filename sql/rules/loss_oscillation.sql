@@ -11,7 +11,8 @@
 -- param smooth = 5: points in the rolling median that removes step-to-step noise
 -- param min_ratio = 2: the smoothed curve's 90th over 10th percentile, at least
 -- param min_crossings = 4: times the smoothed curve crosses its median, at least
--- param trend_z = 2.5: no decreasing trend: Mann–Kendall z above -trend_z
+-- param trend_z = 3: no decreasing trend: Mann–Kendall z above -trend_z (swings are autocorrelated,
+--   which inflates z: a few periods cut mid-swing read as a trend of about 2.5)
 -- param min_points = 60: points in the examined part
 --
 -- Noise is not oscillation: the short rolling median shrinks step-to-step noise, so what is
@@ -25,19 +26,48 @@ WITH span AS (
     AND step >= span.hi - :tail_frac * (span.hi - span.lo)
   GROUP BY series_id
 ), began AS MATERIALIZED (
-  -- Where the swinging began: the first step the smoothed curve reached its swinging level.
-  SELECT t.*, (SELECT tw_first_below(p.step, p.value, json_extract(t.j, '$.level'), max(5, t.n / 25))
-                 FROM role_points p WHERE p.run_id = :run_id AND p.series_id = t.series_id
-                 AND p.value_class = 0) AS since
+  -- Where the swinging began: where the curve's deviation from its own rolling median (one
+  -- swing period wide) turns from ~0 (a descent) to large; failing that, the first step the
+  -- smoothed curve reached its swinging level.
+  SELECT t.*, COALESCE(
+           -- The period, in points: the examined part crosses its level twice per swing.
+           (SELECT tw_swing_onset(p.step, p.value, :smooth, 2.0 * t.n / max(1, json_extract(t.j, '$.crossings')))
+              FROM role_points p
+              WHERE p.run_id = :run_id AND p.series_id = t.series_id AND p.value_class = 0),
+           (SELECT tw_first_below(p.step, p.value, json_extract(t.j, '$.level'), max(5, t.n / 25))
+              FROM role_points p WHERE p.run_id = :run_id AND p.series_id = t.series_id
+              AND p.value_class = 0)) AS since
   FROM t
+), wide AS MATERIALIZED (
+  -- Swinging that began before the examined part is judged from where it began: more swings
+  -- to count, whole periods for the trend test.
+  SELECT began.*, CASE WHEN since < first_step THEN
+           (SELECT tw_swings(p.step, p.value, :smooth) FROM role_points p
+              WHERE p.run_id = :run_id AND p.series_id = began.series_id AND p.value_class = 0
+              AND p.step >= began.since) ELSE j END AS jw,
+         min(first_step, COALESCE(since, first_step)) AS from_step
+  FROM began
+), judged AS (
+  -- Swinging in the examined part, or from where the swinging began (the crossings of a
+  -- stretch's own level depend on where it is cut: either reading is enough).
+  SELECT wide.*,
+         (json_extract(j, '$.log') = 1 AND json_extract(j, '$.ratio') >= :min_ratio
+            AND json_extract(j, '$.crossings') >= :min_crossings AND json_extract(j, '$.mk_z') > -:trend_z) AS tail_swings,
+         (json_extract(jw, '$.log') = 1 AND json_extract(jw, '$.ratio') >= :min_ratio
+            AND json_extract(jw, '$.crossings') >= :min_crossings AND json_extract(jw, '$.mk_z') > -:trend_z) AS wide_swings
+  FROM wide
+), chosen AS (
+  SELECT series_id, tag, n, since, first_step, last_step, tail_swings OR wide_swings AS swinging,
+         CASE WHEN wide_swings THEN jw ELSE j END AS jw,
+         CASE WHEN wide_swings THEN from_step ELSE first_step END AS from_step
+  FROM judged
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
-       tag || ' swings over a ' || printf('%.1f', json_extract(j, '$.ratio')) || 'x range around ' ||
-         printf('%.4g', json_extract(j, '$.level')) || ' (10th to 90th percentile, smoothed over ' || :smooth ||
-         ' points), crossing that level ' || json_extract(j, '$.crossings') || ' times since step ' || first_step ||
-         ', without a downward trend (z ' || printf('%.1f', json_extract(j, '$.mk_z')) || ')' AS message,
-       json_object('series', tag, 'swing_ratio', json_extract(j, '$.ratio'), 'level', json_extract(j, '$.level'),
-                   'crossings', json_extract(j, '$.crossings'), 'trend_z', json_extract(j, '$.mk_z')) AS evidence
-FROM began
-WHERE n >= :min_points AND json_extract(j, '$.log') = 1 AND json_extract(j, '$.ratio') >= :min_ratio
-  AND json_extract(j, '$.crossings') >= :min_crossings AND json_extract(j, '$.mk_z') > -:trend_z
+       tag || ' swings over a ' || printf('%.1f', json_extract(jw, '$.ratio')) || 'x range around ' ||
+         printf('%.4g', json_extract(jw, '$.level')) || ' (10th to 90th percentile, smoothed over ' || :smooth ||
+         ' points), crossing that level ' || json_extract(jw, '$.crossings') || ' times since step ' || from_step ||
+         ', without a downward trend (z ' || printf('%.1f', json_extract(jw, '$.mk_z')) || ')' AS message,
+       json_object('series', tag, 'swing_ratio', json_extract(jw, '$.ratio'), 'level', json_extract(jw, '$.level'),
+                   'crossings', json_extract(jw, '$.crossings'), 'trend_z', json_extract(jw, '$.mk_z')) AS evidence
+FROM chosen
+WHERE n >= :min_points AND swinging

@@ -28,6 +28,8 @@
 --   hence the cap on the estimate)
 -- param stuck_min_points = 150: a run flat from the start is called stuck only after this many points
 -- param lr_low = 0.2: quiet when the LR at the flat stretch's start is at most this fraction of its peak
+-- param converged_ratio = 0.01: quiet once the loss is down to this fraction of its start (a
+--   training loss 100x below where it began has converged; flat is what it should be)
 -- param lr_low_share = 0.67: or when it is that low over this share of the flat stretch (a
 --   schedule that hit its floor early)
 --
@@ -82,12 +84,14 @@ WITH span AS MATERIALIZED (
 ), found AS (
   SELECT * FROM paced
   WHERE n >= :min_points AND flat_n >= :min_flat_points AND flat_frac >= :min_flat_frac
-    -- A schedule annealing (or sitting at its floor) flattens the loss by design.
-    AND NOT (lr_peak > 0 AND (lr_then <= :lr_low * lr_peak OR lr_low_frac >= :lr_low_share))
+    -- A schedule annealing (or sitting at its floor) flattens the loss by design. (COALESCE: a
+    -- run that logs no LR has NULLs here, and NOT NULL would drop it.)
+    AND NOT COALESCE(lr_peak > 0 AND (lr_then <= :lr_low * lr_peak OR lr_low_frac >= :lr_low_share), 0)
     AND ((progress <= :max_progress AND progress_hi < :max_progress_upper)
          OR (after_drop AND progress <= 2 * :max_progress AND rate_ratio <= :max_rate_ratio))
-    AND progress_hi >= -:max_progress_upper                   -- surely worse is no plateau
-    AND level > 1e-3 * initial                                -- converged to ~0 is done, not stuck
+    -- Surely and clearly worse is no plateau (a noisy flat stretch may read a few % worse).
+    AND NOT (progress_hi < 0 AND progress < -:max_progress_upper)
+    AND level > :converged_ratio * initial                    -- converged to ~0 is done, not stuck
 )
 SELECT series_id, since AS onset_step, since AS first_step, last_step,
        CASE WHEN after_drop

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -269,6 +270,16 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
     double peak_after = best;
     for (size_t i = ib; i < n; ++i) peak_after = std::max(peak_after, sm[i]);
     auto ratio = [&](double x, double y) { return s.log ? std::exp(x - y) : (y != 0 ? x / y : NAN); };
+    // Has the curve been this high before, since it first came down past halfway between best
+    // and now, and fallen back by itself? Then the rise is a swing, not a divergence (yet).
+    const double mid = 0.5 * (best + current);
+    std::optional<size_t> came_back;
+    bool below = false;
+    for (size_t i = w - 1; i < ib; ++i) {
+      below = below || sm[i] < mid;
+      if (below && sm[i] >= current) came_back = i;
+    }
+    if (came_back) j.Num("was_as_high_step", s.step[*came_back]);
     const std::vector<double> tail(s.value.begin() + ib, s.value.end());
     const double span = s.step.back() - s.step.front();
     j.Num("best_step", s.step[ib]).Num("best", Back(s, best)).Num("current", Back(s, current))
@@ -303,6 +314,25 @@ void SwingsFinal(Acc& a, sqlite3_context* ctx) {
         .Num("mk_z", stats::MannKendallZ(s.value));
   }
   ResultJson(ctx, j);
+}
+
+// Where a swinging curve began to swing (stats::SwingOnset): the log curve smoothed by a
+// rolling median of `smooth` points, the swing period in points given by the caller (the rule
+// knows it from the swings' crossings; a periodogram of so few swings is unreliable). NULL when
+// too short to tell.
+void SwingOnsetFinal(Acc& a, sqlite3_context* ctx) {
+  const size_t w = static_cast<size_t>(std::max(1.0, Arg(a, 0, 5)));
+  Series s = Sorted(a, true);
+  const size_t n = s.value.size();
+  if (n < 30) return sqlite3_result_null(ctx);
+  std::vector<double> sm = RollingMedian(s.value, w);
+  // RollingMedian trails by (w - 1) / 2 points: shift it back to centre it.
+  const size_t lag = (w - 1) / 2;
+  sm.erase(sm.begin(), sm.begin() + static_cast<std::ptrdiff_t>(lag));
+  const size_t period = static_cast<size_t>(std::max(6.0, Arg(a, 1, static_cast<double>(n) / 8)));
+  const int64_t k = stats::SwingOnset(sm, period);
+  if (k < 0) return sqlite3_result_null(ctx);
+  sqlite3_result_double(ctx, s.step[static_cast<size_t>(k)]);
 }
 
 // The first step where the curve, smoothed by a centered rolling median of `window` points,
@@ -604,6 +634,7 @@ const Def kDefs[] = {
     {"tw_swings", 3, true, FinalFn<SwingsFinal>},
     {"tw_first_below", 4, true, FinalFn<FirstBelowFinal>},
     {"tw_boundary_jumps", 5, true, FinalFn<BoundaryJumpsFinal>},
+    {"tw_swing_onset", 4, true, FinalFn<SwingOnsetFinal>},
     {"tw_period", 4, true, FinalFn<PeriodFinal>},
     {"tw_powerlaw", 3, true, FinalFn<PowerLawFinal>},
     {"tw_sparkline", 3, true, FinalFn<SparklineFinal>},

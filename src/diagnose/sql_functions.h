@@ -12,6 +12,7 @@
 //   tw_divergence(step, value, window)                   best and current smoothed level
 //   tw_best(step, value, min_delta_rel)                  best-so-far (minimizing) and since when
 //   tw_swings(step, value, window)                       swing ratio and median crossings
+//   tw_swing_onset(step, value, window, period)          where a curve began to swing
 //   tw_first_below(step, value, threshold, window)       first step the rolling median reaches it
 //   tw_boundary_jumps(step, value, boundaries, window)   level change across given steps
 //   tw_period(step, value, min_points, max_points)       dominant period of the differences

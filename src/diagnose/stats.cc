@@ -473,6 +473,31 @@ BestSoFar BestSoFarMin(std::span<const double> y, double min_delta_rel) {
   return b;
 }
 
+int64_t SwingOnset(std::span<const double> y, size_t period) {
+  const size_t n = y.size(), half = period / 2;
+  if (period < 3 || n < 2 * period + 10) return -1;
+  std::vector<double> d, window;
+  for (size_t i = half; i + half < n; ++i) {
+    window.assign(y.begin() + (i - half), y.begin() + (i + half + 1));
+    const double base = MedianInPlace(window);
+    d.push_back((y[i] - base) * (y[i] - base));
+  }
+  // Two constant levels by least squares: maximise the between-groups sum of squares.
+  std::vector<double> prefix(d.size() + 1, 0);
+  for (size_t k = 0; k < d.size(); ++k) prefix[k + 1] = prefix[k] + d[k];
+  const double total = prefix.back(), m = static_cast<double>(d.size());
+  int64_t best_k = -1;
+  double best_gain = 0;
+  for (size_t k = 5; k + 5 <= d.size(); ++k) {
+    const double a = prefix[k] / static_cast<double>(k);
+    const double b = (total - prefix[k]) / (m - static_cast<double>(k));
+    if (b <= a) continue;
+    const double gain = static_cast<double>(k) * (m - static_cast<double>(k)) * (b - a) * (b - a);
+    if (gain > best_gain) best_gain = gain, best_k = static_cast<int64_t>(k);
+  }
+  return best_k < 0 ? -1 : best_k + static_cast<int64_t>(half);
+}
+
 namespace {
 
 // Welch's z for mean(a) - mean(b); 0 when either group has fewer than 3 values.

@@ -101,6 +101,14 @@ struct BestSoFar {
 };
 BestSoFar BestSoFarMin(std::span<const double> y, double min_delta_rel);
 
+// Where swinging began: the index that splits the curve's squared deviation from its own
+// centered rolling median, `period` points wide, into a quiet part and a swinging part (least
+// squares, two constant levels, the later one higher). The median of one swing period sits at
+// the swing's centre, while a monotone descent's centred median is the point itself, so the
+// deviation is ~0 until the swinging starts. y should already be lightly smoothed. -1 when y
+// is shorter than 2 * period + 10 or nothing rises.
+int64_t SwingOnset(std::span<const double> y, size_t period);
+
 // An epoch effect seen across all epochs at once, for curves too noisy to show it at any one
 // boundary. The trend is removed with a moving average exactly one epoch wide (a pattern that
 // repeats every epoch averages out of it); the residuals are folded by their phase within
