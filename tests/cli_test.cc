@@ -212,6 +212,16 @@ TEST(Cli, DiagnoseFindingsRolesAndRules) {
                            " \"SELECT json_extract(tw_trend(step, value), '$.n') > 0 FROM scalar_points\"", &out), 0)
       << out;
   EXPECT_NE(out.find("\n1"), std::string::npos) << out;
+
+  // --roles maps the tags first, so a rule's own query runs ad hoc; without it there is no
+  // role_points.
+  const std::string roles_sql =
+      " \"SELECT r.name, p.tag FROM role_points p JOIN runs r USING (run_id) "
+      "WHERE p.role = 'train_loss' AND r.name LIKE 'bert%' GROUP BY r.name\"";
+  ASSERT_EQ(RunCommand(Cli() + " query --roles --format csv --db " + Q(db) + roles_sql, &out), 0) << out;
+  EXPECT_NE(out.find("bert-finetune-diverged,train/loss"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(Cli() + " query --format csv --db " + Q(db) + roles_sql + " 2>&1", &out), 1);
+  EXPECT_NE(out.find("no such table: role_points"), std::string::npos) << out;
 }
 
 }  // namespace
