@@ -10,7 +10,7 @@
 --   (or lengthen warmup), clip gradients (max norm 1.0), and for transformers consider QK-norm
 --   or a larger Adam epsilon. Spikes that do not recover: resume from before the first one.
 -- param window = 100: trailing window of the robust z, in points
--- param z = 8: modified z (median/MAD of log-loss) that makes a point a spike
+-- param z = 7: modified z (median/MAD of log-loss) that makes a point a spike
 -- param min_ratio = 1.5: a spike must also be this many times the running level
 -- param recover_points = 50: points after a spike within which it must come back
 -- param recover_ratio = 1.25: come back means the median of those points is within this factor
@@ -18,7 +18,7 @@
 -- param min_count = 3: spikes of at least big_ratio worth mentioning (as information, when they
 --   all recovered: isolated spikes that recover are normal, however tall)
 -- param big_ratio = 3: how big those must be
--- param many = 6: this many spikes of at least min_ratio are recurring: a warning
+-- param many = 5: this many spikes of at least min_ratio are recurring: a warning
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
 --
 -- Isolated spikes that recover are normal (especially early): 2-3x ones stay quiet, a few tall
