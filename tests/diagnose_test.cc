@@ -267,6 +267,25 @@ TEST_F(DiagnoseTest, OverfittingReportsTheBestValidationStep) {
   EXPECT_EQ(Alarms(ev, "stall"), std::vector<std::string>{});
 }
 
+TEST_F(DiagnoseTest, OverfittingUnderNoisyEvaluationsWhenTheRiseIsATrend) {
+  // 40 evaluations with 4% noise; after step 2000 validation climbs 20% by the end: its median
+  // since the best is under 3 noise SDs above that (selection-biased) best, but the climb is a
+  // trend, so it counts. The same noise with validation flat after step 2000 stays quiet.
+  auto noisy_val = [this](double climb) {
+    return [this, climb](int64_t t) {
+      const double clean = t <= 2000 ? 1.0 - 0.3 * t / 2000.0 : 0.7 * (1 + climb * (t - 2000) / 2000.0);
+      return clean * (1 + 0.04 * std::normal_distribution<>(0, 1)(rng_));
+    };
+  };
+  WriteRun("climbing", 4000, {{"Loss/train", HealthyLoss()}, {"Loss/val", noisy_val(0.2), 100}});
+  WriteRun("flat", 4000, {{"Loss/train", HealthyLoss()}, {"Loss/val", noisy_val(0.0), 100}});
+  Evaluation ev = Evaluate();
+  auto o = Of(ev, "overfitting", "climbing");
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(*o[0].onset_step), 2000, 400);
+  EXPECT_TRUE(Of(ev, "overfitting", "flat").empty());
+}
+
 TEST_F(DiagnoseTest, ValidationIdenticalAtEveryEvaluation) {
   WriteRun("frozen_eval", 1000, {{"Loss/train", HealthyLoss()}, {"Loss/val", [](int64_t) { return 2.3; }, 100}});
   Evaluation ev = Evaluate();

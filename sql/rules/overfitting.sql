@@ -15,6 +15,9 @@
 --   with 5 or fewer evaluations after the best, each must instead be above the one before
 -- param noise_k = 3: the rise (median after the best minus the best) in units of validation's
 --   own noise (robust SD from its second differences, which cancel its trend), at least
+-- param noise_k_trend = 1.5: the same where validation's rise since the best is a trend (z >=
+--   val_z): the best of many noisy evaluations sits a sd or two low by selection, which a
+--   trend does not explain
 WITH val AS (
   SELECT series_id, tag, step, value FROM role_points
   WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
@@ -53,4 +56,4 @@ FROM after
 WHERE best > 0 AND last >= best * (1 + :min_rise) AND med_after >= best * (1 + :min_rise / 2)
   AND json_extract(tj, '$.mk_z') <= :train_z
   AND (val_z >= :val_z OR (evals_after <= 5 AND falls = 0))
-  AND med_after - best >= :noise_k * COALESCE(val_sd, 0)
+  AND med_after - best >= CASE WHEN val_z >= :val_z THEN :noise_k_trend ELSE :noise_k END * COALESCE(val_sd, 0)
