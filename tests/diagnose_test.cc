@@ -409,6 +409,27 @@ TEST_F(DiagnoseTest, PlateauByItsPaceAgainstTheDrop) {
   EXPECT_TRUE(healthy.empty()) << healthy[0].message;
 }
 
+TEST_F(DiagnoseTest, GradExplosionIsSteadyGrowthNotOneOverflow) {
+  // The pre-clip norm grows 25x over the second half; the other run's norm is steady apart from
+  // one Inf (an AMP loss-scale overflow, skipped by the scaler).
+  WriteRun("exploding", 2000, {{"loss", HealthyLoss()},
+                               {"grad_norm", [this](int64_t t) {
+                                  const double g = t < 1000 ? 0.5 : 0.5 * std::pow(25.0, (t - 1000) / 1000.0);
+                                  return g * std::exp(std::normal_distribution<>(0, 0.15)(rng_));
+                                }, 10}});
+  WriteRun("overflow_once", 2000, {{"loss", HealthyLoss()},
+                                   {"grad_norm", [this](int64_t t) {
+                                      return t == 700 ? INFINITY : 0.5 * std::exp(std::normal_distribution<>(0, 0.15)(rng_));
+                                    }, 10}});
+  Evaluation ev = Evaluate();
+  auto g = Of(ev, "grad_explosion", "exploding");
+  ASSERT_EQ(g.size(), 1u);
+  ASSERT_TRUE(g[0].onset_step);
+  EXPECT_NEAR(static_cast<double>(*g[0].onset_step), 1000, 150) << g[0].message;
+  EXPECT_TRUE(Of(ev, "grad_explosion", "overflow_once").empty());
+  EXPECT_EQ(Alarms(ev, "overflow_once"), std::vector<std::string>{});
+}
+
 TEST_F(DiagnoseTest, LayerGradients) {
   WriteRun("vanishing", 500, {{"loss", HealthyLoss()},
                               {"grad_norm/layer0", [](int64_t) { return 2e-8; }, 10},
