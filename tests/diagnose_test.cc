@@ -192,12 +192,27 @@ TEST_F(DiagnoseTest, ASpikeThatLeavesTheLossHigherDidNotRecover) {
   };
   WriteRun("shifted", 3000, {{"loss", [&](int64_t t) { return noisy(t, 1.45); }}});
   WriteRun("recovered", 3000, {{"loss", [&](int64_t t) { return noisy(t, 1.0); }}});
+  // Converged by step 1000, then a spike at 1500 leaves it 1.8x higher, flat for half the run:
+  // a step long past, not a divergence still going on (the rise since the best is a strong
+  // trend only because of that one step).
+  WriteRun("shifted_far", 3000, {{"loss", [&](int64_t t) {
+                                    const double level = t < 1000 ? 0.6 + 2.0 * (1000 - t) / 1000.0 : 0.6;
+                                    return level * (t == 1500 ? 7.0 : t > 1500 ? 1.8 : 1.0) *
+                                           std::exp(std::normal_distribution<>(0, 0.15)(rng_));
+                                  }}});
   Evaluation ev = Evaluate();
   auto s = Of(ev, "loss_spikes", "shifted");
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].severity, Severity::kWarning);
   EXPECT_EQ(s[0].onset_step, 1500);
   EXPECT_NE(s[0].message.find("1 did not come back"), std::string::npos) << s[0].message;
+  auto far = Of(ev, "loss_spikes", "shifted_far");
+  std::string seen;
+  for (const auto& o : ev.observations)
+    if (o.run == "shifted_far") seen += o.rule + (o.muted_by.empty() ? "" : " (muted by " + o.muted_by + ")") + ": " + o.message + "\n";
+  ASSERT_EQ(far.size(), 1u) << "not muted by a divergence\n" << seen;
+  EXPECT_EQ(far[0].onset_step, 1500);
+  EXPECT_TRUE(Of(ev, "loss_divergence", "shifted_far").empty());
   EXPECT_EQ(Alarms(ev, "recovered"), std::vector<std::string>{});
 }
 

@@ -15,6 +15,11 @@
 -- param sustained_ratio = 1.5: or a smaller rise, at least this many times the best, ...
 -- param sustained_z = 5: ... with a trend at least this strong ...
 -- param sustained_frac = 0.25: ... over at least this fraction of the run
+-- param recent_z = 2: below collapse_ratio, the rise must still be going on over the later half
+--   of the stretch since the best (Mann–Kendall z at least this): a loss that stepped up 1.5-2x
+--   once and stayed there is a spike that did not recover (loss_spikes), not a divergence
+-- param collapse_ratio = 3: at least this many times its best, a loss that stopped rising has
+--   still diverged (a collapse: it will not come back by itself)
 --
 -- Method: the loss on a log scale, smoothed by a rolling median; its best (lowest) level and
 -- where it was; the current level. Diverging when the current level is `ratio` times the best,
@@ -32,7 +37,7 @@ WITH d AS MATERIALIZED (
          json_extract(j, '$.current') AS cur, json_extract(j, '$.ratio_to_best') AS ratio,
          json_extract(j, '$.peak_ratio_to_best') AS peak, json_extract(j, '$.mk_z_since_best') AS z,
          json_extract(j, '$.frac_since_best') AS frac, json_extract(j, '$.last_step') AS last_step,
-         json_extract(j, '$.was_as_high_step') AS was_as_high
+         json_extract(j, '$.was_as_high_step') AS was_as_high, json_extract(j, '$.mk_z_recent') AS z_recent
   FROM d WHERE n >= :min_points AND json_extract(j, '$.log') = 1
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
@@ -47,3 +52,4 @@ FROM v
 WHERE ratio >= 0.7 * peak AND was_as_high IS NULL
   AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
        OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac))
+  AND (z_recent >= :recent_z OR ratio >= :collapse_ratio)

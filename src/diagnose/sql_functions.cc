@@ -287,6 +287,8 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
         .Num("ratio_to_initial", ratio(current, initial))
         .Num("peak_ratio_to_best", ratio(peak_after, best))
         .Num("mk_z_since_best", tail.size() >= 3 ? stats::MannKendallZ(tail) : 0)
+        // The later half of that stretch alone: a rise still going on, or a step long past.
+        .Num("mk_z_recent", tail.size() >= 20 ? stats::MannKendallZ(std::span(tail).subspan(tail.size() / 2)) : 0)
         .Num("points_since_best", static_cast<double>(n - 1 - ib))
         .Num("frac_since_best", span > 0 ? (s.step.back() - s.step[ib]) / span : 0)
         .Num("last_step", s.step.back());
