@@ -560,13 +560,15 @@ TEST_F(DiagnoseTest, ConfigTyposAreReported) {
   EngineOptions o;
   o.params["loss_spikez"]["z"] = 3;
   o.params["loss_spikes"]["zz"] = 3;
+  o.disabled = {"loss_platau", "grokking", "run_verdict"};  // one typo, two real ids
   Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), o);
   ASSERT_TRUE(engine.ok());
   const auto& errors = (*engine)->load_errors();
-  ASSERT_EQ(errors.size(), 2u);
-  const std::string all = errors[0] + "\n" + errors[1];
+  ASSERT_EQ(errors.size(), 3u);
+  const std::string all = errors[0] + "\n" + errors[1] + "\n" + errors[2];
   EXPECT_NE(all.find("config: [rules.loss_spikez]: no rule has this id"), std::string::npos) << all;
   EXPECT_NE(all.find("config: [rules.loss_spikes]: rule loss_spikes has no parameter 'zz'"), std::string::npos) << all;
+  EXPECT_NE(all.find("config: [rules] disabled: no rule has the id 'loss_platau'"), std::string::npos) << all;
 }
 
 TEST_F(DiagnoseTest, UserRulesRunAndBrokenOnesAreSkippedWithTheirFile) {

@@ -93,6 +93,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   for (const auto& r : all)
     if (!e->options_.disabled.count(r.id)) e->rules_.push_back(r);
   // Config that names a rule or parameter that does not exist is a typo worth reporting.
+  for (const auto& id : e->options_.disabled)
+    if (id != kRunVerdictId && std::none_of(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; }))
+      e->load_errors_.push_back("config: [rules] disabled: no rule has the id '" + id + "'");
   for (const auto& [id, params] : e->options_.params) {
     auto found = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; });
     // run_verdict is no SQL rule, but config may name it like one (it has no parameters).
