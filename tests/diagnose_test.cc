@@ -200,12 +200,21 @@ TEST_F(DiagnoseTest, ASpikeThatLeavesTheLossHigherDidNotRecover) {
                                     return level * (t == 1500 ? 7.0 : t > 1500 ? 1.8 : 1.0) *
                                            std::exp(std::normal_distribution<>(0, 0.15)(rng_));
                                   }}});
+  WriteRun("climbed", 3000, {{"loss", [&](int64_t t) {
+                                const double level = t < 1000 ? 0.6 + 2.0 * (1000 - t) / 1000.0 : 0.6;
+                                const double rise = t < 1500 ? 1.0 : t < 2000 ? 1.0 + 1.2 * (t - 1500) / 500.0 : 2.2;
+                                return level * rise * std::exp(std::normal_distribution<>(0, 0.15)(rng_));
+                              }}});
   Evaluation ev = Evaluate();
   auto s = Of(ev, "loss_spikes", "shifted");
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].severity, Severity::kWarning);
   EXPECT_EQ(s[0].onset_step, 1500);
   EXPECT_NE(s[0].message.find("1 did not come back"), std::string::npos) << s[0].message;
+  // Climbed 2.2x over 500 steps, then stayed there: no single step, so it has diverged.
+  auto climbed = Of(ev, "loss_divergence", "climbed");
+  ASSERT_EQ(climbed.size(), 1u);
+  EXPECT_NE(climbed[0].message.find("has stayed up"), std::string::npos) << climbed[0].message;
   auto far = Of(ev, "loss_spikes", "shifted_far");
   std::string seen;
   for (const auto& o : ev.observations)

@@ -15,9 +15,12 @@
 -- param sustained_ratio = 1.5: or a smaller rise, at least this many times the best, ...
 -- param sustained_z = 5: ... with a trend at least this strong ...
 -- param sustained_frac = 0.25: ... over at least this fraction of the run
--- param recent_z = 2: below collapse_ratio, the rise must still be going on over the later half
---   of the stretch since the best (Mann–Kendall z at least this): a loss that stepped up 1.5-2x
---   once and stayed there is a spike that did not recover (loss_spikes), not a divergence
+-- param recent_z = 2: below collapse_ratio, a rise made by one step (step_share of it at least)
+--   must still be going on over the later half of the stretch since the best (Mann–Kendall z at
+--   least this): a loss that stepped up 1.5-2x once and stayed there is a spike that did not
+--   recover (loss_spikes), not a divergence; one that climbed there and stays has diverged
+-- param step_share = 0.6: the share of the rise one jump (medians of a fifth of the window
+--   either side) makes for it to count as a step
 -- param collapse_ratio = 3: at least this many times its best, a loss that stopped rising has
 --   still diverged (a collapse: it will not come back by itself)
 --
@@ -37,19 +40,25 @@ WITH d AS MATERIALIZED (
          json_extract(j, '$.current') AS cur, json_extract(j, '$.ratio_to_best') AS ratio,
          json_extract(j, '$.peak_ratio_to_best') AS peak, json_extract(j, '$.mk_z_since_best') AS z,
          json_extract(j, '$.frac_since_best') AS frac, json_extract(j, '$.last_step') AS last_step,
-         json_extract(j, '$.was_as_high_step') AS was_as_high, json_extract(j, '$.mk_z_recent') AS z_recent
+         json_extract(j, '$.was_as_high_step') AS was_as_high, json_extract(j, '$.mk_z_recent') AS z_recent,
+         COALESCE(json_extract(j, '$.step_share'), 0) AS step_share
   FROM d WHERE n >= :min_points AND json_extract(j, '$.log') = 1
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
        tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step ||
          ' to ' || printf('%.4g', cur) || ' (' || printf('%.1f', ratio) || 'x, smoothed over ' ||
-         :window || ' points) and is still rising (trend z ' || printf('%.1f', z) || ' over ' ||
-         printf('%.0f', 100 * frac) || '% of the run)' AS message,
+         :window || ' points) and ' ||
+         CASE WHEN z_recent >= :recent_z THEN 'is still rising' ELSE 'has stayed up' END ||
+         ' (trend z ' || printf('%.1f', z) || ' over ' ||
+         printf('%.0f', 100 * frac) || '% of the run' ||
+         CASE WHEN z_recent >= :recent_z THEN '' ELSE '; z ' || printf('%.1f', z_recent) || ' over its later half' END ||
+         ')' AS message,
        json_object('series', tag, 'best_step', best_step, 'best', best, 'current', cur,
                    'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
+                   'recent_trend_z', z_recent, 'step_share', step_share,
                    'smoothing_window', :window) AS evidence
 FROM v
 WHERE ratio >= 0.7 * peak AND was_as_high IS NULL
   AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
        OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac))
-  AND (z_recent >= :recent_z OR ratio >= :collapse_ratio)
+  AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)

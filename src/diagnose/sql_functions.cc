@@ -282,6 +282,17 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
     if (came_back) j.Num("was_as_high_step", s.step[*came_back]);
     const std::vector<double> tail(s.value.begin() + ib, s.value.end());
     const double span = s.step.back() - s.step.front();
+    // How much of the rise one step makes: the largest jump between the medians of m points
+    // either side, anywhere since the best's window began, over the whole rise. Near 1: the loss
+    // stepped up once (a spike that stayed); near 0: it climbed.
+    if (current > best) {
+      const size_t m = std::max<size_t>(5, w / 5), from = ib + 1 >= w ? ib + 1 - w : 0;
+      double jump = 0;
+      for (size_t k = from + m; k + m <= n; ++k)
+        jump = std::max(jump, stats::Median(std::span(s.value).subspan(k, m)) -
+                                  stats::Median(std::span(s.value).subspan(k - m, m)));
+      j.Num("step_share", jump / (current - best));
+    }
     j.Num("best_step", s.step[ib]).Num("best", Back(s, best)).Num("current", Back(s, current))
         .Num("initial", Back(s, initial)).Num("ratio_to_best", ratio(current, best))
         .Num("ratio_to_initial", ratio(current, initial))
