@@ -547,6 +547,20 @@ TEST_F(DiagnoseTest, StaleRunNeedsEvidenceThatTheRunWasNotDone) {
   EXPECT_NE(Of(ev, "stale_run", "short_of_plan")[0].message.find("of a planned 1000"), std::string::npos);
   for (const char* quiet : {"finished", "stopped_cleanly", "live", "ancient"})
     EXPECT_TRUE(Of(ev, "stale_run", quiet).empty()) << quiet;
+
+  // The daemon's cycle for a stale run: nothing new to examine, only the scope-all rules run.
+  // Its verdict still says it.
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), {});
+  ASSERT_TRUE(engine.ok());
+  ASSERT_TRUE((*engine)->Evaluate(nullptr, now).ok());  // the first cycle maps every run's roles
+  const std::vector<int64_t> none;
+  Result<Evaluation> quiet = (*engine)->Evaluate(&none, now, /*scope_all=*/true);
+  ASSERT_TRUE(quiet.ok()) << quiet.status().message();
+  EXPECT_TRUE(quiet->examined.empty());
+  auto verdict = Of(*quiet, "run_verdict", "short_of_plan");
+  ASSERT_EQ(verdict.size(), 1u);
+  EXPECT_NE(verdict[0].message.find("watch: stale_run (warning)"), std::string::npos) << verdict[0].message;
+  EXPECT_TRUE(Of(*quiet, "run_verdict", "finished").empty());
 }
 
 TEST_F(DiagnoseTest, ThresholdsComeFromConfig) {

@@ -363,6 +363,11 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
   for (int64_t run : map->subjects)
     ev.verdicts.push_back(VerdictFor(run, names.count(run) ? names[run] : RunName(run),
                                      worst.count(run) ? worst[run] : -1));
+  // A run a scope-all rule found something on without examining it (the daemon's stale run,
+  // which gets no new data) is judged too, or its verdict would never say so.
+  const std::set<int64_t> subjects(map->subjects.begin(), map->subjects.end());
+  for (const auto& [run, severity] : worst)
+    if (!subjects.count(run)) ev.verdicts.push_back(VerdictFor(run, RunName(run), severity));
   if (!options_.disabled.count(kRunVerdictId)) {
     std::map<int64_t, std::vector<const Observation*>> by_run;
     for (const auto& o : ev.observations) by_run[o.run_id].push_back(&o);

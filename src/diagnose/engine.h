@@ -59,7 +59,8 @@ struct Evaluation {
   // Muted ones included, with muted_by set; last, a run_verdict per run judged watch or kill
   // (verdict.h), unless disabled.
   std::vector<Observation> observations;
-  std::vector<Verdict> verdicts;          // one per examined subject run
+  std::vector<Verdict> verdicts;          // one per examined subject run, and one per run a
+                                          // scope-all rule fired on without examining it
   std::vector<int64_t> examined;          // subject runs examined by scope-run rules
   std::set<std::string> all_scope_rules;  // rules that examined every run
   std::vector<std::string> errors;        // rules that failed on some run: "FILE: run X: why"
