@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "diagnose/engine.h"
 #include "ingest/ingest.h"
@@ -29,13 +30,13 @@ class DiagnoseWandb : public ::testing::Test {
 
   // A run of 500 history rows with train/loss, train/global_step on even `_step`s only (so a
   // finding's step may fall between two of its points), train/* plotted against `metric`.
-  void WriteRun(const std::string& id, const std::string& metric) {
+  void WriteRun(const std::string& id, const std::string& metric, bool nan = true) {
     WandbLogWriter w;
     int64_t num = 0;
     w.Add(WandbRunRecord(++num, {.run_id = id, .project = "p", .start_time = kT0}));
     w.Add(WandbMetricRecord(++num, "", "train/*", metric));
     for (int64_t k = 0; k < 500; ++k) {
-      const double loss = k >= kNanFrom ? NAN : 0.3 + 2.0 * std::pow(1 + k / 50.0, -0.7);
+      const double loss = nan && k >= kNanFrom ? NAN : 0.3 + 2.0 * std::pow(1 + k / 50.0, -0.7);
       std::vector<WandbKV> items = {Flat("train/loss", PyJsonNumber(loss))};
       if (k % 2 == 0) items.push_back(Flat("train/global_step", std::to_string(GlobalStep(k))));
       w.Add(WandbPythonRow(++num, k, kT0 + k, items));
@@ -112,6 +113,20 @@ TEST_F(DiagnoseWandb, NoStepMetricSeriesNoTrainerStep) {
   EXPECT_EQ(o->onset_step, kNanFrom);
   EXPECT_EQ(Extract(o->evidence, {"$.step_metric", "$.step_metric_onset"}), "NULL|NULL") << o->evidence;
   EXPECT_EQ(o->message.find("train/never_logged"), std::string::npos) << o->message;
+}
+
+TEST_F(DiagnoseWandb, TheForecastIsInTheTrainersSteps) {
+  // A healthy run: its verdict's forecast runs to twice the last trainer step (the loss has a
+  // global step on even _steps, the last at 498), not to twice the last _step.
+  WriteRun("hftrain3", "train/global_step", /*nan=*/false);
+  WriteRun("hftrain4", "train/never_logged", /*nan=*/false);
+  Evaluation ev = Evaluate();
+  std::map<std::string, std::string> forecast;
+  for (const auto& v : ev.verdicts) forecast[v.run.substr(v.run.size() - 8)] = v.forecast;
+  EXPECT_NE(forecast["hftrain3"].find(" by train/global_step " + std::to_string(2 * GlobalStep(498)) + " "),
+            std::string::npos)
+      << forecast["hftrain3"];
+  EXPECT_NE(forecast["hftrain4"].find(" by step 998 "), std::string::npos) << forecast["hftrain4"];
 }
 
 }  // namespace

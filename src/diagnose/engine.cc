@@ -65,26 +65,45 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
        "SELECT (SELECT max(wall_time) FROM scalars WHERE series_id = ?1 AND superseded = 0) - "
        "(SELECT wall_time FROM scalars WHERE series_id = ?1 AND superseded = 0 AND step >= ?2 "
        " ORDER BY step LIMIT 1)"},
-      // A forecast from L(t) = e + a t^-alpha on the training loss after its first 10%, to the
-      // planned end (hparams) or twice the current step.
-      {&e->forecast_,
-       "WITH loss AS (SELECT step, value FROM role_points WHERE run_id = ?1 AND role = 'train_loss' "
-       "              AND value_class = 0), "
-       "     span AS MATERIALIZED (SELECT min(step) AS lo, max(step) AS hi, count(*) AS n FROM loss), "
-       "     planned AS MATERIALIZED (SELECT max(value) AS steps FROM run_hparams WHERE run_id = ?1 "
-       "                 AND value_type = 'number' AND lower(key) IN ('max_steps', 'total_steps', "
-       "                 'num_training_steps', 'train_steps', 'max_iters', 'total_iters')), "
-       "     fit AS MATERIALIZED (SELECT (SELECT tw_powerlaw(step, value, COALESCE(planned.steps, 2 * span.hi)) "
-       "                 FROM loss WHERE step >= span.lo + 0.1 * (span.hi - span.lo)) AS j, span.n, planned.steps "
-       "                 FROM span, planned) "
-       "SELECT n, steps, j, json_extract(j, '$.ok'), json_extract(j, '$.r2'), json_extract(j, '$.forecast'), "
-       "json_extract(j, '$.target_step') FROM fit"},
   };
   for (const auto& f : fixed) {
     Result<store::Stmt> st = e->db_->Prepare(f.sql);
     if (!st.ok()) return st.status();
     *f.stmt = std::move(*st);
   }
+  // A forecast from L(t) = e + a t^-alpha on the training loss after its first 10%, to the
+  // planned end (hparams) or twice the current step. Where the loss has a W&B step metric (HF
+  // Trainer: train/global_step), the fit runs in the trainer's steps, the unit a planned
+  // max_steps is in; the 8th column names that axis. A store from before series.step_metric
+  // (schema 8, read without migrating) gets the fit in its own steps.
+  const std::string in_metric =
+      "sm AS MATERIALIZED (SELECT m.series_id AS mid, m.tag AS name FROM run_roles r "
+      "  JOIN series s ON s.series_id = r.series_id JOIN series m ON m.run_id = s.run_id "
+      "  AND m.tag = s.step_metric AND m.kind = 'scalar' WHERE r.run_id = ?1 "
+      "  AND r.role = 'train_loss' AND s.step_metric != '' LIMIT 1), "
+      "loss AS (SELECT x.value AS step, p.value FROM role_points p JOIN scalars x "
+      "  ON x.series_id = (SELECT mid FROM sm) AND x.step = p.step AND x.superseded = 0 "
+      "  AND x.value_class = 0 WHERE p.run_id = ?1 AND p.role = 'train_loss' AND p.value_class = 0 "
+      "  UNION ALL SELECT step, value FROM role_points WHERE run_id = ?1 AND role = 'train_loss' "
+      "  AND value_class = 0 AND NOT EXISTS (SELECT 1 FROM sm)), ";
+  const std::string in_steps =
+      "sm AS (SELECT NULL AS name), "
+      "loss AS (SELECT step, value FROM role_points WHERE run_id = ?1 AND role = 'train_loss' "
+      "  AND value_class = 0), ";
+  const std::string fit =
+      "span AS MATERIALIZED (SELECT min(step) AS lo, max(step) AS hi, count(*) AS n FROM loss), "
+      "planned AS MATERIALIZED (SELECT max(value) AS steps FROM run_hparams WHERE run_id = ?1 "
+      "  AND value_type = 'number' AND lower(key) IN ('max_steps', 'total_steps', "
+      "  'num_training_steps', 'train_steps', 'max_iters', 'total_iters')), "
+      "fit AS MATERIALIZED (SELECT (SELECT tw_powerlaw(step, value, COALESCE(planned.steps, 2 * span.hi)) "
+      "  FROM loss WHERE step >= span.lo + 0.1 * (span.hi - span.lo)) AS j, span.n, planned.steps "
+      "  FROM span, planned) "
+      "SELECT n, steps, j, json_extract(j, '$.ok'), json_extract(j, '$.r2'), json_extract(j, '$.forecast'), "
+      "json_extract(j, '$.target_step'), (SELECT name FROM sm) FROM fit";
+  Result<store::Stmt> forecast = e->db_->Prepare("WITH " + in_metric + fit);
+  if (!forecast.ok()) forecast = e->db_->Prepare("WITH " + in_steps + fit);
+  if (!forecast.ok()) return forecast.status();
+  e->forecast_ = std::move(*forecast);
   Result<StepMetrics> step_metrics = StepMetrics::Prepare(*e->db_);
   if (!step_metrics.ok()) return step_metrics.status();
   e->step_metrics_ = std::make_unique<StepMetrics>(std::move(*step_metrics));
@@ -286,7 +305,8 @@ Verdict Engine::VerdictFor(int64_t run_id, const std::string& run, int worst) {
   if (row.ok() && *row && q.Int(0) >= 50 && !q.IsNull(2) && q.Int(3) == 1 && q.Real(4) >= 0.8 &&
       q.Real(5) > 0) {
     v.evidence = q.Text(2);
-    v.forecast = "at this trajectory, about " + Fmt(q.Real(5)) + " by step " +
+    v.forecast = "at this trajectory, about " + Fmt(q.Real(5)) + " by " +
+                 (q.IsNull(7) ? std::string("step") : q.Text(7)) + " " +
                  std::to_string(static_cast<int64_t>(q.Real(6))) +
                  (q.IsNull(1) ? " (if it runs twice as long)" : " (the planned end)") + "; fit R² " +
                  Fmt(q.Real(4));
