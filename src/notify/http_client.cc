@@ -146,9 +146,7 @@ class Exchange {
         timer_(ioc) {}
 
   Result<HttpResponse> Run() {
-    deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                    std::chrono::duration<double>(std::max(options_.timeout_seconds, 0.0)));
+    deadline_ = net::DeadlineIn(options_.timeout_seconds);
     if (url_.scheme == "https") {
       Status s = SetUpTls();  // before any traffic: a bad CA file is a configuration error
       if (!s.ok()) return s;
@@ -168,20 +166,7 @@ class Exchange {
     if (endpoints->empty()) return Fail(TimedOut());
     endpoints_ = std::move(*endpoints);
     step_ = "connect";
-    timer_.expires_at(deadline_);
-    timer_.async_wait([this](error_code ec) {
-      if (ec || done_) return;
-      timed_out_ = true;
-      Abort();
-    });
-    std::exception_ptr thrown;
-    asio::co_spawn(ioc_, Talk(), [&](std::exception_ptr e) {
-      thrown = e;
-      done_ = true;
-      timer_.cancel();
-    });
-    ioc_.run();
-    if (thrown) std::rethrow_exception(thrown);
+    net::RunUntil(ioc_, timer_, deadline_, Talk(), &done_, &timed_out_, [this] { Abort(); });
     if (!status_.ok()) return status_;
     return std::move(response_);
   }

@@ -3,6 +3,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <condition_variable>
 #include <memory>
@@ -98,6 +100,31 @@ std::string HandshakeError(const error_code& ec, SSL* ssl) {
   long verify = SSL_get_verify_result(ssl);
   if (verify != X509_V_OK) message += std::string(": ") + X509_verify_cert_error_string(verify);
   return message;
+}
+
+Deadline DeadlineIn(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+             std::chrono::duration<double>(std::max(seconds, 0.0)));
+}
+
+void RunUntil(boost::asio::io_context& ioc, boost::asio::steady_timer& timer, Deadline deadline,
+              boost::asio::awaitable<void> talk, bool* done, bool* timed_out,
+              std::function<void()> abort) {
+  timer.expires_at(deadline);
+  timer.async_wait([done, timed_out, abort](boost::system::error_code ec) {
+    if (ec || *done) return;
+    *timed_out = true;
+    abort();
+  });
+  std::exception_ptr thrown;
+  boost::asio::co_spawn(ioc, std::move(talk), [&](std::exception_ptr e) {
+    thrown = e;
+    *done = true;
+    timer.cancel();
+  });
+  ioc.run();
+  if (thrown) std::rethrow_exception(thrown);
 }
 
 }  // namespace tw::notify::net

@@ -1,11 +1,16 @@
-// What the HTTP and SMTP clients share: a name lookup bounded by a deadline, the client TLS
-// context (TLS 1.2 or later, the system's trust store or a given CA file), and certificate
-// host-name verification with SNI. Internal to src/notify.
+// What the HTTP and SMTP clients share: a name lookup bounded by a deadline, running one
+// conversation under that deadline, the client TLS context (TLS 1.2 or later, the system's
+// trust store or a given CA file), and certificate host-name verification with SNI. Internal to
+// src/notify.
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +26,18 @@ namespace ssl = boost::asio::ssl;
 // redacted server they are talking to.
 Result<std::vector<tcp::endpoint>> Resolve(const std::string& host, const std::string& port,
                                            std::chrono::steady_clock::time_point deadline);
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// `seconds` from now (a negative timeout: now).
+Deadline DeadlineIn(double seconds);
+
+// Runs the coroutine `talk` on `ioc` until it ends. Should `deadline` come first, `*timed_out`
+// is set and `abort` runs (closing the socket makes the pending operations fail, so `talk`
+// ends). `*done` is set once `talk` has ended; what it threw is rethrown.
+void RunUntil(boost::asio::io_context& ioc, boost::asio::steady_timer& timer, Deadline deadline,
+              boost::asio::awaitable<void> talk, bool* done, bool* timed_out,
+              std::function<void()> abort);
 
 bool IsIpLiteral(const std::string& host);
 // 127.0.0.0/8, ::1 and "localhost": where plain text never leaves the machine.
