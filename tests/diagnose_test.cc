@@ -410,6 +410,24 @@ TEST_F(DiagnoseTest, SlowSwingsAreOscillationFromWhereTheyBeganNotADivergenceOnT
   EXPECT_EQ(Of(ev, "loss_divergence", "rising").size(), 1u);
 }
 
+TEST_F(DiagnoseTest, SwingOnsetOnALongSeriesRunsOnBinsAndAnswersInSteps) {
+  // 60,000 points: a descent to step 24,000, then slow swings (period 12,000 steps). The search
+  // runs on 2,000 bin medians; the answer is still a step of the series, near 24,000.
+  WriteRun("r", 10, {{"loss", HealthyLoss()}});
+  Ingest();
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), {});
+  ASSERT_TRUE(engine.ok());
+  Result<store::Stmt> q = (*engine)->db().Prepare(
+      "WITH RECURSIVE g(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM g WHERE x < 59999) "
+      "SELECT tw_swing_onset(x * 3, CASE WHEN x < 8000 THEN 3 - x / 8000.0 "
+      "ELSE 2 * exp(0.5 * sin((x - 8000) * 2 * pi() / 4000.0)) END, 5, 4000) FROM g");
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  ASSERT_TRUE(*q->Step());
+  ASSERT_FALSE(q->IsNull(0));
+  EXPECT_NEAR(q->Real(0), 24000, 0.02 * 180000);
+  EXPECT_EQ(static_cast<int64_t>(q->Real(0)) % 3, 0) << "a step of the series (steps are 3 apart)";
+}
+
 TEST_F(DiagnoseTest, PlateauByItsPaceAgainstTheDrop) {
   // The pace reading alone (the bound on the change is switched off with max_progress_upper =
   // 0): a 4x drop, then flat for 60% of the run, moves at a sliver of the drop's pace; a

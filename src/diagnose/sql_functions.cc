@@ -342,10 +342,18 @@ void SwingOnsetFinal(Acc& a, sqlite3_context* ctx) {
   // RollingMedian trails by (w - 1) / 2 points: shift it back to centre it.
   const size_t lag = (w - 1) / 2;
   sm.erase(sm.begin(), sm.begin() + static_cast<std::ptrdiff_t>(lag));
-  const size_t period = static_cast<size_t>(std::max(6.0, Arg(a, 1, static_cast<double>(n) / 8)));
-  const int64_t k = stats::SwingOnset(sm, period);
+  double period = std::max(6.0, Arg(a, 1, static_cast<double>(n) / 8));
+  // The search is O(points x period): past 2,000 points it runs on bin medians, the period
+  // scaled to bins, so a long run with few, slow swings stays cheap.
+  const stats::Binned b =
+      stats::BinnedMedians(std::span(s.step).first(sm.size()), sm, 2000);
+  period = std::max(6.0, period * static_cast<double>(b.y.size()) / static_cast<double>(sm.size()));
+  const int64_t k = stats::SwingOnset(b.y, static_cast<size_t>(period));
   if (k < 0) return sqlite3_result_null(ctx);
-  sqlite3_result_double(ctx, s.step[static_cast<size_t>(k)]);
+  // The first point of bin k (BinnedMedians' bins are [k n / bins, (k + 1) n / bins)): a step
+  // the series has, where a bin's median step may not be.
+  const size_t first = static_cast<size_t>(k) * sm.size() / b.y.size();
+  sqlite3_result_double(ctx, s.step[first]);
 }
 
 // The first step where the curve, smoothed by a centered rolling median of `window` points,
