@@ -4,19 +4,6 @@
 
 namespace tw::diagnose {
 
-namespace {
-
-// `members` ("\"k\":v,...") added to a JSON object's text; anything else is left as it is.
-void AddMembers(std::string* object, const std::string& members) {
-  const size_t open = object->find_first_not_of(" \t\r\n");
-  const size_t close = object->find_last_not_of(" \t\r\n");
-  if (open == std::string::npos || (*object)[open] != '{' || (*object)[close] != '}') return;
-  const bool empty = object->find_first_not_of(" \t\r\n", open + 1) == close;
-  object->insert(close, (empty ? "" : ",") + members);
-}
-
-}  // namespace
-
 Result<StepMetrics> StepMetrics::Prepare(store::Db& db) {
   StepMetrics m;
   Result<store::Stmt> version = db.Prepare("PRAGMA user_version");
@@ -34,8 +21,12 @@ Result<StepMetrics> StepMetrics::Prepare(store::Db& db) {
       "SELECT value FROM scalars WHERE series_id = ?1 AND step <= ?2 AND superseded = 0 "
       "AND value_class = 0 ORDER BY step DESC LIMIT 1");
   if (!value.ok()) return value.status();
+  // The fields go into the evidence by SQLite's JSON merge, not by editing its text.
+  Result<store::Stmt> patch = db.Prepare("SELECT json_patch(?1, ?2)");
+  if (!patch.ok()) return patch.status();
   m.metric_ = std::move(*metric);
   m.value_ = std::move(*value);
+  m.patch_ = std::move(*patch);
   return m;
 }
 
@@ -77,8 +68,11 @@ Status StepMetrics::Annotate(Observation* o) {
     value_.Reset();
   }
   if (!any) return Status::Ok();  // the metric has no point yet at these steps
-  const std::string& obj = fields.str();
-  AddMembers(&o->evidence, obj.substr(1, obj.size() - 2));
+  patch_.Reset();
+  patch_.Bind(1, o->evidence).Bind(2, fields.str());
+  Result<bool> merged = patch_.Step();  // fails on evidence that is no JSON: left as it is
+  if (merged.ok() && *merged && !patch_.IsNull(0)) o->evidence = patch_.Text(0);
+  patch_.Reset();
   o->message += clause;
   return Status::Ok();
 }

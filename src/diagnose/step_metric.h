@@ -23,7 +23,7 @@ class StepMetrics {
   Status Annotate(Observation* o);
 
  private:
-  store::Stmt metric_, value_;  // empty: a store without step metrics
+  store::Stmt metric_, value_, patch_;  // empty: a store without step metrics
 };
 
 }  // namespace tw::diagnose
