@@ -1,5 +1,7 @@
 #include "tfrecord/reader.h"
 
+#include "base/file_io.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -167,13 +169,12 @@ bool FileReader::Refill(uint64_t needed) {
 
   // Never size the buffer past the end of the file: a damaged or half-written header may
   // announce a record of a gigabyte that is not there (yet).
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) {
-    status_ = IoError(path_ + ": stat failed: " + std::strerror(errno));
+  Result<uint64_t> size = FileSize(fd_, path_);
+  if (!size.ok()) {
+    status_ = size.status();
     return false;
   }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  const uint64_t available = size > buf_base_ ? size - buf_base_ : 0;
+  const uint64_t available = *size > buf_base_ ? *size - buf_base_ : 0;
   if (needed > available) {
     eof_ = true;
     return false;
@@ -182,24 +183,15 @@ bool FileReader::Refill(uint64_t needed) {
   if (buf_base_ == 0) needed = std::max<uint64_t>(needed, kSniffBytes);
   const size_t want = std::min<uint64_t>(std::max<uint64_t>(needed, keep + chunk_), available);
   if (buf_.size() < want) buf_.resize(want);
-  bool got_any = false;
-  while (buf_len_ < want) {
-    ssize_t n = ::pread(fd_, buf_.data() + buf_len_, want - buf_len_,
-                        static_cast<off_t>(buf_base_ + buf_len_));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      status_ = IoError(path_ + ": read failed at offset " + std::to_string(buf_base_ + buf_len_) +
-                        ": " + std::strerror(errno));
-      return false;
-    }
-    if (n == 0) {
-      eof_ = true;
-      break;
-    }
-    buf_len_ += static_cast<size_t>(n);
-    bytes_read_ += static_cast<uint64_t>(n);
-    got_any = true;
+  Result<size_t> n = ReadAt(fd_, path_, buf_.data() + buf_len_, want - buf_len_, buf_base_ + buf_len_);
+  if (!n.ok()) {
+    status_ = n.status();
+    return false;
   }
+  if (buf_len_ + *n < want) eof_ = true;
+  buf_len_ += *n;
+  bytes_read_ += *n;
+  const bool got_any = *n > 0;
   scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state());
   return got_any;
 }

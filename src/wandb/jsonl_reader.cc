@@ -1,5 +1,7 @@
 #include "wandb/jsonl_reader.h"
 
+#include "base/file_io.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -36,17 +38,11 @@ bool LineReader::Fill() {
   buf_base_ = pos_;
   const size_t old = buf_.size();
   buf_.resize(old + chunk_);
-  ssize_t n;
-  do {
-    n = ::pread(fd_, buf_.data() + old, chunk_, static_cast<off_t>(buf_base_ + old));
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    status_ = IoError(path_ + ": read failed at offset " + std::to_string(buf_base_ + old) + ": " +
-                      std::strerror(errno));
-    n = 0;
-  }
-  buf_.resize(old + static_cast<size_t>(n));
-  return n > 0;
+  Result<size_t> n = ReadAt(fd_, path_, buf_.data() + old, chunk_, buf_base_ + old);
+  if (!n.ok()) status_ = n.status();
+  const size_t got = n.ok() ? *n : 0;
+  buf_.resize(old + got);
+  return got > 0;
 }
 
 LineReader::Step LineReader::Next() {

@@ -1,5 +1,7 @@
 #include "wandb/log_reader.h"
 
+#include "base/file_io.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -299,31 +301,30 @@ FileReader::~FileReader() {
 Status FileReader::Open() {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) return status_ = IoError(path_ + ": cannot open: " + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) return status_ = IoError(path_ + ": stat failed: " + std::strerror(errno));
-  size_ = static_cast<uint64_t>(st.st_size);
+  Result<uint64_t> size = FileSize(fd_, path_);
+  if (!size.ok()) return status_ = size.status();
+  size_ = *size;
   // More than the header: enough to name a foreign file ("version https://git-lfs" is 23
   // bytes; with only the header's 7 a Git LFS pointer was never named as one).
   char head[32];
-  const ssize_t n = ::pread(fd_, head, sizeof head, 0);
-  if (n < 0) return status_ = IoError(path_ + ": read failed at offset 0: " + std::strerror(errno));
-  if (Status s = CheckFileHeader(std::string_view(head, static_cast<size_t>(n)), &version_); !s.ok()) {
+  Result<size_t> n = ReadAt(fd_, path_, head, sizeof head, 0);
+  if (!n.ok()) return status_ = n.status();
+  if (Status s = CheckFileHeader(std::string_view(head, *n), &version_); !s.ok()) {
     rejected_ = true;
     problem_ = true;
     problem_storage_ = {ProblemKind::kNotWandb, 0, size_, s.message()};
     return Status::Ok();
   }
-  header_pending_ = static_cast<uint64_t>(n) < kFileHeaderSize;  // a 0-byte file is normal
+  header_pending_ = *n < kFileHeaderSize;  // a 0-byte file is normal
   // Enough of a block boundary to tell the two origins apart.
   auto boundary = [&](uint64_t at, std::string* b) {
     b->assign(std::min<uint64_t>(size_ - at, 7 + kChunkHeaderSize + 0xFFFF), '\0');
-    const ssize_t got = ::pread(fd_, b->data(), b->size(), static_cast<off_t>(at));
-    if (got < 0) {
-      status_ = IoError(path_ + ": read failed at offset " + std::to_string(at) + ": " +
-                        std::strerror(errno));
+    Result<size_t> got = ReadAt(fd_, path_, b->data(), b->size(), at);
+    if (!got.ok()) {
+      status_ = got.status();
       return false;
     }
-    b->resize(static_cast<size_t>(got));
+    b->resize(*got);
     return true;
   };
   if (size_ > kBlockSize) {
@@ -355,30 +356,23 @@ bool FileReader::Refill(uint64_t needed) {
   if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
   buf_base_ += keep_from;
   buf_len_ = keep;
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) {
-    status_ = IoError(path_ + ": stat failed: " + std::strerror(errno));
+  Result<uint64_t> size = FileSize(fd_, path_);
+  if (!size.ok()) {
+    status_ = size.status();
     return false;
   }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  const uint64_t available = size > buf_base_ ? size - buf_base_ : 0;
+  const uint64_t available = *size > buf_base_ ? *size - buf_base_ : 0;
   if (needed > available || available <= buf_len_) return false;
   // Grow at least geometrically: a record larger than the window is gathered again from its
   // first chunk after each refill.
   const uint64_t want = std::min<uint64_t>(std::max<uint64_t>({needed, keep + chunk_, 2 * keep}), available);
   if (buf_.size() < want) buf_.resize(want);
-  while (buf_len_ < want) {
-    const ssize_t n = ::pread(fd_, buf_.data() + buf_len_, want - buf_len_,
-                              static_cast<off_t>(buf_base_ + buf_len_));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      status_ = IoError(path_ + ": read failed at offset " + std::to_string(buf_base_ + buf_len_) +
-                        ": " + std::strerror(errno));
-      return false;
-    }
-    if (n == 0) break;
-    buf_len_ += static_cast<size_t>(n);
+  Result<size_t> n = ReadAt(fd_, path_, buf_.data() + buf_len_, want - buf_len_, buf_base_ + buf_len_);
+  if (!n.ok()) {
+    status_ = n.status();
+    return false;
   }
+  buf_len_ += *n;
   scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state(), origin_);
   return true;
 }
