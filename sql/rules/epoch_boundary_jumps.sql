@@ -49,12 +49,13 @@ WITH ep AS (
          tagged.n > 0 AS from_tag
   FROM tagged
 ), per AS MATERIALIZED (
-  SELECT series_id, tag, count(*) AS n, bounds.n AS epochs, bounds.steps AS steps, bounds.from_tag FROM loss, bounds
+  SELECT series_id, tag, count(*) AS n, bounds.n AS epochs, bounds.steps AS steps, bounds.from_tag,
+         max(3, CAST(:window_frac * count(*) / (bounds.n + 1) AS INTEGER)) AS w
+  FROM loss, bounds
   WHERE bounds.n >= :min_consecutive GROUP BY series_id
 ), j AS MATERIALIZED (
-  SELECT per.*, max(3, CAST(:window_frac * n / (epochs + 1) AS INTEGER)) AS w,
-         (SELECT tw_boundary_jumps(l.step, l.value, per.steps, max(3, CAST(:window_frac * per.n / (per.epochs + 1) AS INTEGER)), :z)
-            FROM loss l WHERE l.series_id = per.series_id) AS r
+  SELECT per.*, (SELECT tw_boundary_jumps(l.step, l.value, per.steps, per.w, :z)
+                   FROM loss l WHERE l.series_id = per.series_id) AS r
   FROM per
 ), seen AS (
   -- One boundary at a time: jumps beyond z, in a row, singled out against mid-epoch controls.
