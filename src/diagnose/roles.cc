@@ -106,6 +106,10 @@ const std::vector<RolePattern> kDefaults = {
     {"val_acc", "val_acc*", "", "common"},
     {"val_acc", "Accuracy/val*", "", "PyTorch examples"},
     {"val_acc", "Accuracy/test", "", "PyTorch examples"},
+    // A validation score where higher is better (segmentation, detection, retrieval, F1).
+    {"val_metric", "val*/miou", "", "common"},
+    {"val_metric", "metrics/mAP*", "", "YOLO"},
+    {"val_metric", "eval/f1", "", "HF Trainer"},
 };
 
 struct RunInfo {
