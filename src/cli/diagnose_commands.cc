@@ -51,9 +51,11 @@ the view finding_list.
 
 constexpr const char* kRolesHelp = R"(usage: trainwatch roles --db FILE [--run GLOB] [--config FILE] [--format table|csv|json]
 
-Shows what each run's tags were mapped to (train_loss, val_loss, lr, grad_norm, ...) and
-which pattern decided it. Rules speak of roles; a tag no pattern matches is not diagnosed.
-Add patterns in the config's [roles] section.
+Shows what each run's tags were mapped to (train_loss, val_loss, lr, grad_norm, ...), how
+sure the mapping is (confidence 1.00: a pattern named the tag; below: inferred from the tag's
+words and checked against its values), which way is better (higher or lower, for losses,
+accuracies and scores) and why. Rules speak of roles; a tag with no role is not diagnosed.
+Patterns in the config's [roles] section go first (role "ignore" takes tags out of every role).
 )";
 
 constexpr const char* kRulesHelp = R"(usage: trainwatch rules [--config FILE] [--rules-dir DIR] [--verbose]
@@ -253,7 +255,9 @@ int CmdRoles(const Args& args) {
   Status st = diagnose::WriteRoleTable((*engine)->db(), *map);
   Result<store::Stmt> q = (*engine)->db().Prepare(
       "SELECT r.name AS run, rr.role, rr.tag, CASE WHEN rr.source_run_id != rr.run_id "
-      "THEN (SELECT name FROM runs WHERE run_id = rr.source_run_id) ELSE '' END AS from_run, rr.why "
+      "THEN (SELECT name FROM runs WHERE run_id = rr.source_run_id) ELSE '' END AS from_run, "
+      "printf('%.2f', rr.confidence) AS confidence, "
+      "CASE rr.direction WHEN 1 THEN 'higher' WHEN -1 THEN 'lower' ELSE '' END AS better, rr.why "
       "FROM temp.run_roles rr JOIN runs r ON r.run_id = rr.run_id ORDER BY r.name, rr.role, rr.tag");
   if (!st.ok() || !q.ok()) {
     std::cerr << "trainwatch: " << (st.ok() ? q.status() : st).message() << "\n";

@@ -3,8 +3,12 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
+
+#include "diagnose/role_inference.h"
 
 namespace tw::diagnose {
 
@@ -35,12 +39,14 @@ const std::vector<RolePattern> kDefaults = {
     {"val_loss", "val_loss", "", "Lightning / common"},
     {"val_loss", "val_loss_epoch", "", "Lightning"},
     {"train_loss", "train_loss_epoch", "", "Lightning on_epoch"},
+    {"ignore", "lr-*momentum*", "", "Lightning LearningRateMonitor(log_momentum=True): a momentum"},
     {"lr", "lr-*", "", "Lightning LearningRateMonitor"},
     {"grad_norm", "grad_2.0_norm_total", "", "Lightning grad_norm()"},
     {"grad_norm_layer", "grad_2.0_norm/*", "", "Lightning grad_norm()"},
     // PyTorch examples and common names.
     {"train_loss", "Loss/train", "", "PyTorch examples"},
-    {"val_loss", "Loss/val*", "", "PyTorch examples"},
+    {"val_loss", "Loss/val", "", "PyTorch examples"},
+    {"val_loss", "Loss/validation", "", "PyTorch examples"},
     {"val_loss", "Loss/valid*", "", "PyTorch examples"},
     {"val_loss", "Loss/test", "", "PyTorch examples (test set as validation)"},
     {"val_loss", "val/loss", "", "common"},
@@ -135,6 +141,7 @@ bool IsMultiRole(const std::string& role) { return role == "grad_norm_layer"; }
 std::vector<std::string> KnownRoles() {
   std::set<std::string> roles;
   for (const auto& p : kDefaults) roles.insert(p.role);
+  roles.insert("ignore");  // a pattern that takes tags out of every role
   return {roles.begin(), roles.end()};
 }
 
@@ -148,9 +155,51 @@ bool GlobMatch(const std::string& glob, const std::string& text) {
   return ::fnmatch(glob.c_str(), text.c_str(), FNM_CASEFOLD) == 0;
 }
 
+namespace {
+
+// The base names of a validation sibling of a `train` run.
+bool IsValidationSibling(const std::string& base) {
+  static const std::set<std::string> kNames = {"validation", "val", "valid", "eval", "evaluation", "test"};
+  return kNames.count(base) > 0;
+}
+
+// A validation sibling's series are about validation: a pattern written for any run that names a
+// training role there names its validation twin; other roles stay with the train run.
+std::string RoleFromSibling(const std::string& role) {
+  if (role == "train_loss") return "val_loss";
+  if (role == "train_acc") return "val_acc";
+  if (role == "val_loss" || role == "val_acc" || role == "val_metric") return role;
+  return "";
+}
+
+// Up to this many of a series' first points decide whether its values fit a guessed role.
+constexpr int kShapePoints = 4096;
+
+// One way a series could play a role. Patterns rank first, in their order; inferred guesses
+// after them, the most confident first, then in tag order.
+struct Candidate {
+  bool inferred = false;
+  size_t pattern = 0;
+  double confidence = 1;
+  size_t order = 0;
+  RoleAssignment a;
+  bool Beats(const Candidate& o) const {
+    if (inferred != o.inferred) return !inferred;
+    if (!inferred) return pattern < o.pattern;
+    if (confidence != o.confidence) return confidence > o.confidence;
+    return order < o.order;
+  }
+};
+
+std::string Percent(double confidence) {
+  return std::to_string(static_cast<int>(std::lround(100 * confidence))) + "%";
+}
+
+}  // namespace
+
 Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patterns,
                             const std::vector<int64_t>* runs) {
-  // Every run's name (cheap: one row per run) to find Keras train/validation siblings.
+  // Every run's name (cheap: one row per run) to find train/validation siblings.
   Result<store::Stmt> all = db.Prepare("SELECT run_id, root, name FROM runs");
   if (!all.ok()) return all.status();
   std::map<int64_t, RunInfo> info;
@@ -166,7 +215,7 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
   std::map<int64_t, int64_t> subject;  // run -> the run it is diagnosed as
   for (const auto& [id, r] : info) {
     subject[id] = id;
-    if (Base(r.name) != "validation") continue;
+    if (!IsValidationSibling(Base(r.name))) continue;
     auto train = by_place.find({r.root, Parent(r.name), "train"});
     if (train != by_place.end()) subject[id] = train->second;
   }
@@ -184,45 +233,86 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
   Result<store::Stmt> series =
       db.Prepare("SELECT series_id, tag FROM series WHERE run_id = ? AND kind = 'scalar' ORDER BY tag");
   if (!series.ok()) return series.status();
+  Result<store::Stmt> values = db.Prepare(
+      "SELECT CASE value_class WHEN 0 THEN value WHEN 2 THEN 9e999 WHEN 3 THEN -9e999 END "
+      "FROM scalars WHERE series_id = ? AND superseded = 0 ORDER BY step LIMIT " +
+      std::to_string(kShapePoints));
+  if (!values.ok()) return values.status();
   for (const auto& [id, s] : subject) {
     if (!wanted_subjects.count(s)) continue;
     map.subject_of.emplace_back(id, s);
     if (id == s) map.subjects.push_back(id);
   }
   for (int64_t subj : map.subjects) {
-    // Best pattern index per role (single roles), every match for multi roles.
-    std::map<std::string, std::pair<size_t, RoleAssignment>> best;
-    std::vector<RoleAssignment> multi;
+    std::map<std::string, Candidate> best;  // single roles
+    std::vector<Candidate> multi;
+    size_t order = 0;
+    auto offer = [&](Candidate c) {
+      if (IsMultiRole(c.a.role)) {
+        multi.push_back(std::move(c));
+        return;
+      }
+      auto it = best.find(c.a.role);
+      if (it == best.end() || c.Beats(it->second)) best[c.a.role] = std::move(c);
+    };
     for (const auto& [member, s] : map.subject_of) {
       if (s != subj) continue;
       const RunInfo& run = info[member];
+      const bool sibling = member != subj;
       series->Reset();
       series->Bind(1, member);
       for (;;) {
         Result<bool> row = series->Step();
         if (!row.ok()) return row.status();
         if (!*row) break;
+        const int64_t series_id = series->Int(0);
         const std::string tag = series->Text(1);
+        RoleAssignment base{subj, info[subj].name, "", series_id, tag, member, ""};
+        ++order;
+        bool named = false;
         for (size_t i = 0; i < patterns.size(); ++i) {
           const RolePattern& p = patterns[i];
           if (!p.run_glob.empty() && !GlobMatch(p.run_glob, run.name)) continue;
           if (!GlobMatch(p.tag_glob, tag)) continue;
-          RoleAssignment a{subj, info[subj].name, p.role, series->Int(0), tag, member,
-                           "'" + p.tag_glob + "'" +
-                               (p.run_glob.empty() ? "" : " in runs '" + p.run_glob + "'") +
-                               " (" + p.why + ")"};
-          if (IsMultiRole(p.role)) {
-            multi.push_back(std::move(a));
-          } else {
-            auto it = best.find(p.role);
-            if (it == best.end() || i < it->second.first) best[p.role] = {i, std::move(a)};
-          }
-          break;  // a tag takes the first pattern that matches it
+          named = true;  // a tag takes the first pattern that matches it
+          const std::string role = sibling && p.run_glob.empty() ? RoleFromSibling(p.role) : p.role;
+          if (role.empty() || role == "ignore") break;
+          Candidate c{false, i, 1, order, base};
+          c.a.role = role;
+          c.a.direction = RoleDirection(role);
+          c.a.why = "'" + p.tag_glob + "'" + (p.run_glob.empty() ? "" : " in runs '" + p.run_glob + "'") +
+                    " (" + p.why + ")" + (role != p.role ? ", in the validation sibling" : "");
+          offer(std::move(c));
+          break;
+        }
+        if (named) continue;
+        std::vector<RoleGuess> guesses = GuessRoles(tag, sibling);
+        if (guesses.empty()) continue;
+        std::vector<double> v;
+        values->Reset();
+        values->Bind(1, series_id);
+        for (;;) {
+          Result<bool> r = values->Step();
+          if (!r.ok()) return r.status();
+          if (!*r) break;
+          v.push_back(values->IsNull(0) ? std::nan("") : values->Real(0));
+        }
+        const SeriesShape shape = MeasureShape(v);
+        for (RoleGuess& g : guesses) {
+          if (!ShapeObjection(g.role, shape).empty()) continue;
+          Candidate c{true, 0, g.confidence, order, base};
+          c.a.role = g.role;
+          c.a.confidence = g.confidence;
+          c.a.direction = RoleDirection(g.role);
+          c.a.why = "inferred from the name: " + g.why + "; its values fit (" +
+                    std::to_string(shape.finite) + " finite of " + std::to_string(shape.points) +
+                    " points read); confidence " + Percent(g.confidence);
+          offer(std::move(c));
         }
       }
     }
-    for (auto& [role, b] : best) map.assignments.push_back(std::move(b.second));
-    for (auto& a : multi) map.assignments.push_back(std::move(a));
+    for (auto& [role, c] : best) map.assignments.push_back(std::move(c.a));
+    for (auto& c : multi) map.assignments.push_back(std::move(c.a));
   }
   return map;
 }
@@ -231,21 +321,22 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
   TW_RETURN_IF_ERROR(db.Exec(
       "CREATE TEMP TABLE IF NOT EXISTS run_roles(run_id INTEGER NOT NULL, role TEXT NOT NULL, "
       "series_id INTEGER NOT NULL, tag TEXT NOT NULL, source_run_id INTEGER NOT NULL, "
-      "why TEXT NOT NULL, PRIMARY KEY (run_id, role, series_id));"
+      "why TEXT NOT NULL, confidence REAL NOT NULL DEFAULT 1, direction INTEGER NOT NULL DEFAULT 0, "
+      "PRIMARY KEY (run_id, role, series_id));"
       "CREATE TEMP VIEW IF NOT EXISTS role_points AS "
       "SELECT r.run_id, r.role, r.series_id, r.tag, p.step, p.wall_time, p.value, p.value_class "
       "FROM temp.run_roles r JOIN main.scalars p ON p.series_id = r.series_id "
       "WHERE p.superseded = 0;"));
   TW_RETURN_IF_ERROR(db.Exec("BEGIN"));
   Result<store::Stmt> del = db.Prepare("DELETE FROM temp.run_roles WHERE run_id = ?");
-  Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?)");
+  Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?,?,?)");
   Status st = !del.ok() ? del.status() : ins.status();
   for (size_t i = 0; st.ok() && i < map.subjects.size(); ++i)
     st = del->Bind(1, map.subjects[i]).Run();
   for (size_t i = 0; st.ok() && i < map.assignments.size(); ++i) {
     const RoleAssignment& a = map.assignments[i];
     st = ins->Bind(1, a.run_id).Bind(2, a.role).Bind(3, a.series_id).Bind(4, a.tag)
-             .Bind(5, a.source_run_id).Bind(6, a.why).Run();
+             .Bind(5, a.source_run_id).Bind(6, a.why).Bind(7, a.confidence).Bind(8, static_cast<int64_t>(a.direction)).Run();
   }
   if (!st.ok()) {
     (void)db.Exec("ROLLBACK");

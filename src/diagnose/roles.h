@@ -2,9 +2,12 @@
 // tags onto them. Patterns are globs over the tag (case-insensitive; `*` crosses `/`),
 // optionally restricted to runs whose name matches a run glob. For each (run, role) the
 // series matched by the earliest pattern wins; roles marked multi (per-layer norms) keep every
-// matching series. Keras writes training and validation as sibling runs `X/train` and
-// `X/validation`: the validation run's series join the train run as val_* roles, and the
-// validation run is not diagnosed on its own.
+// matching series. A pattern whose role is `ignore` takes its tags out of every role.
+// A tag no pattern matches is read by name (role_inference.h): its guesses that its values
+// confirm compete, the most confident winning, for the roles no pattern filled.
+// Keras writes training and validation as sibling runs `X/train` and `X/validation` (the TF
+// Object Detection API `train/` and `eval/`): the validation sibling's series join the train
+// run as val_* roles, and the validation sibling is not diagnosed on its own.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +45,8 @@ struct RoleAssignment {
   std::string tag;
   int64_t source_run_id = 0;  // the run holding the series
   std::string why;
+  double confidence = 1;      // 1: a pattern named it; below: inferred (role_inference.h)
+  int direction = 0;          // +1 higher is better, -1 lower is better, 0 not a quality metric
 };
 
 struct RoleMap {
@@ -57,7 +62,8 @@ struct RoleMap {
 Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patterns,
                             const std::vector<int64_t>* runs = nullptr);
 
-// Keeps temp.run_roles(run_id, role, series_id, tag, source_run_id, why) on `db` (works on a
+// Keeps temp.run_roles(run_id, role, series_id, tag, source_run_id, why, confidence,
+// direction) on `db` (works on a
 // read-only connection: temp tables live apart from the store): replaces the rows of the
 // subjects in `map`. Also creates the temp view role_points(run_id, role, series_id, tag, step,
 // wall_time, value, value_class) over live (not superseded) points, which the rules read.
