@@ -3,7 +3,10 @@
 // once, evaluates every rule once, and scores recall, onset error and false alarms against the
 // targets of the issue. A plain program (not Google Benchmark).
 //
-//   diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|TRAP]
+//   diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|TRAP] [--real | --real-only] [--shared DIR]
+//
+// --real also scores the rules on labelled REAL runs, in a section of its own (RealMain below);
+// --real-only does only that and exits 0 iff the real-run targets are met.
 //
 // Each case is one run (Keras: a train/validation pair) written in one writer's style:
 //   pytorch    Loss/train, Loss/val, lr, grad_norm, epoch, memory, step_time (simple_value);
