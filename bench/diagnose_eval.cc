@@ -1500,12 +1500,12 @@ int RealMain(const Options& opt) {
   };
   RealScore combined;
   std::vector<std::pair<std::string, RealScore>> scored;
-  bool skipped = false;
+  std::vector<std::string> skipped;  // what was not scored, for the last line
   for (const LabelSet& set : sets) {
     std::printf("\n---- %s ----\n", set.name.c_str());
     if (!fs::exists(set.file)) {
       std::printf("  %s is absent: label set skipped\n", set.file.c_str());
-      skipped = true;
+      skipped.push_back(set.name);
       continue;
     }
     const std::vector<RealLabel> labels = ReadRealLabels(set.file);
@@ -1519,7 +1519,7 @@ int RealMain(const Options& opt) {
       if (path.empty() || !fs::is_directory(path)) {
         std::printf("  root %s: %s is absent: %zu labelled runs skipped\n", root.c_str(),
                     path.empty() ? "(no shared dir)" : path.c_str(), mine.size());
-        skipped = true;
+        skipped.push_back("root " + root + " of " + set.name);
         continue;
       }
       ScoreRoot(dir.path(), path, mine, &score, opt);
@@ -1553,8 +1553,8 @@ int RealMain(const Options& opt) {
                 s.expect_not_violations);
   }
   const RealTargets t = PrintRealScore("all real label sets together", combined);
-  if (skipped) std::printf("  (some label sets or roots were absent and skipped; see above)\n");
   std::printf("\nReal-run targets (all sets together): %s\n", t.all() ? "met" : "NOT MET");
+  for (const auto& s : skipped) std::printf("  NOT SCORED (absent): %s\n", s.c_str());
   return t.all() ? 0 : 1;
 }
 
