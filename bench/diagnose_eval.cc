@@ -3,7 +3,10 @@
 // once, evaluates every rule once, and scores recall, onset error and false alarms against the
 // targets of the issue. A plain program (not Google Benchmark).
 //
-//   diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|TRAP]
+//   diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|TRAP] [--real | --real-only] [--shared DIR]
+//
+// --real also scores the rules on labelled REAL runs, in a section of its own (RealMain below);
+// --real-only does only that and exits 0 iff the real-run targets are met.
 //
 // Each case is one run (Keras: a train/validation pair) written in one writer's style:
 //   pytorch    Loss/train, Loss/val, lr, grad_norm, epoch, memory, step_time (simple_value);
@@ -847,6 +850,8 @@ struct Options {
   uint64_t seed = 20240601;
   std::string keep, only;
   bool verbose = false;
+  bool real = false, real_only = false;  // --real: also the real runs; --real-only: only them
+  std::string shared;                    // --shared DIR: the corpora's directory
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -861,8 +866,15 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--keep") o.keep = value();
     else if (a == "--only") o.only = value();
     else if (a == "--verbose") o.verbose = true;
+    else if (a == "--real") o.real = true;
+    else if (a == "--real-only") o.real = o.real_only = true;
+    else if (a == "--shared") o.shared = value();
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|KIND]\n");
+      std::printf("usage: diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|KIND]\n"
+                  "                     [--real | --real-only] [--shared DIR]\n"
+                  "  --real       also score the rules on the labelled real runs (README.md)\n"
+                  "  --real-only  only the real runs; exit 0 iff their targets are met\n"
+                  "  --shared DIR where corpus-sick/ and corpus/ are (default: ../shared beside the repo)\n");
       std::exit(0);
     } else Die("unknown argument " + a + " (try --help)");
   }
@@ -1065,11 +1077,497 @@ int Main(const Options& opt) {
   return all_recall && all_onset && fa <= 0.02 ? 0 : 1;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Real runs (--real, --real-only): the rules on labelled runs that real training wrote, scored
+// apart from the generated ones. Three label sets, each a JSON object keyed by run name:
+//   public  bench/real_labels/corpus_sick.json: public runs of ../shared/corpus-sick and
+//           ../shared/corpus, transcribed from corpus-sick/PATHOLOGIES.md (each run's `root`)
+//   gpu     tests/data/real_runs/labels.json: runs made on a GPU by tools/real_runs/
+//   cpu     tests/data/cpu_runs/labels.json: runs made on a CPU (skipped, said so, when absent)
+// Each root is ingested whole into a fresh store and evaluated once as of an hour after its
+// last point (as tests/diagnose_real_runs_test.cc does); runs without a label are reported
+// apart as "unlabelled". Scoring is per rule FAMILY (Families() below), since several rules
+// answer the same question on a real run (a loss stuck at chance is loss_at_chance,
+// loss_constant or loss_plateau depending on its noise).
+
+#ifndef TW_SOURCE_DIR
+#define TW_SOURCE_DIR "."
+#endif
+
+struct Family {
+  std::string name;
+  std::vector<std::string> rules;
+};
+
+// The families of the issue, then the rules it does not name (each a family of its own).
+const std::vector<Family>& Families() {
+  static const std::vector<Family> f = {
+      {"non_finite", {"non_finite_loss"}},
+      {"divergence", {"loss_divergence"}},
+      {"spikes", {"loss_spikes"}},
+      {"stuck", {"loss_at_chance", "loss_constant", "loss_plateau"}},
+      {"oscillation", {"loss_oscillation"}},
+      {"validation", {"overfitting", "val_stall", "val_constant"}},
+      {"lr_schedule", {"lr_schedule_misaligned"}},
+      {"epoch_boundary", {"epoch_boundary_jumps"}},
+      {"gradients", {"grad_explosion", "grad_vanishing", "grad_clip_saturation", "layer_grad_imbalance"}},
+      {"resources", {"step_time_creep", "memory_growth"}},
+      {"stale", {"stale_run"}},
+      {"grokking", {"grokking"}},                               // not in the issue's list
+      {"weights", {"weight_norm_runaway", "update_ratio_off"}},  // not in the issue's list
+  };
+  return f;
+}
+
+std::string FamilyOf(const std::string& rule) {
+  for (const Family& f : Families())
+    for (const std::string& r : f.rules)
+      if (r == rule) return f.name;
+  return rule;  // an unknown rule is a family of its own
+}
+
+struct RealLabel {
+  std::string run, root;  // root: "corpus-sick", "corpus", or "" (the label file's directory)
+  std::vector<std::string> expect, weak, expect_not;
+  std::optional<int64_t> onset;              // of expect[0]
+  std::map<std::string, int64_t> onsets;     // of the others, where the labels say
+  bool at_chance = false;
+  std::string notes, cause;
+  std::optional<int64_t> OnsetOf(const std::string& rule) const {
+    if (auto it = onsets.find(rule); it != onsets.end()) return it->second;
+    if (!expect.empty() && expect.front() == rule) return onset;
+    return std::nullopt;
+  }
+};
+
+std::string ReadText(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) Die("cannot read " + path);
+  std::string s;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+// A label file, read with SQLite's JSON functions (keys whose value is not an object, such
+// as "_about", are skipped).
+std::vector<RealLabel> ReadRealLabels(const std::string& path) {
+  const std::string text = ReadText(path);
+  Result<std::unique_ptr<store::Db>> db = store::Db::Open(":memory:", store::Db::Mode::kReadWrite);
+  if (!db.ok()) Die("sqlite: " + db.status().ToString());
+  auto prepare = [&](const std::string& sql) {
+    Result<store::Stmt> q = (*db)->Prepare(sql);
+    if (!q.ok()) Die(path + ": " + q.status().ToString());
+    q->Bind(1, text);
+    return std::move(*q);
+  };
+  auto step = [&](store::Stmt& q) {
+    Result<bool> r = q.Step();
+    if (!r.ok()) Die(path + ": " + r.status().ToString());
+    return *r;
+  };
+  std::map<std::string, RealLabel> by;
+  std::vector<std::string> order;
+  store::Stmt q = prepare(
+      "SELECT r.key, ifnull(json_extract(r.value, '$.root'), ''), json_extract(r.value, '$.onset_step'), "
+      "ifnull(json_extract(r.value, '$.at_chance'), 0), ifnull(json_extract(r.value, '$.notes'), ''), "
+      "ifnull(json_extract(r.value, '$.cause'), '') FROM json_each(?1) r WHERE r.type = 'object' ORDER BY r.key");
+  while (step(q)) {
+    RealLabel& l = by[q.Text(0)];
+    l.run = q.Text(0);
+    l.root = q.Text(1);
+    if (!q.IsNull(2)) l.onset = q.Int(2);
+    l.at_chance = q.Int(3) != 0;
+    l.notes = q.Text(4);
+    l.cause = q.Text(5);
+    order.push_back(l.run);
+  }
+  for (const char* what : {"expect", "weak", "expect_not"}) {
+    store::Stmt a = prepare(std::string("SELECT r.key, e.value FROM json_each(?1) r, json_each(r.value, '$.") + what +
+                            "') e WHERE r.type = 'object' ORDER BY r.key, e.key");
+    while (step(a)) {
+      RealLabel& l = by[a.Text(0)];
+      const std::string w = what;
+      (w == "weak" ? l.weak : w == "expect_not" ? l.expect_not : l.expect).push_back(a.Text(1));
+    }
+  }
+  store::Stmt o = prepare(
+      "SELECT r.key, e.key, e.value FROM json_each(?1) r, json_each(r.value, '$.onsets') e WHERE r.type = 'object'");
+  while (step(o)) by[o.Text(0)].onsets[o.Text(1)] = o.Int(2);
+  std::vector<RealLabel> out;
+  for (const std::string& run : order) out.push_back(by[run]);
+  return out;
+}
+
+// One label set's figures; Add() pools them for the combined line.
+struct RealScore {
+  struct Fam {
+    int n = 0, caught = 0, warned = 0;
+    std::vector<double> onset_err;
+  };
+  std::map<std::string, Fam> fam;
+  int runs = 0, sick = 0, healthy = 0, healthy_alarmed = 0, expect_not_violations = 0, weak_n = 0, weak_fired = 0;
+  std::vector<std::string> misses, alarms, violations, weak_missed;
+  void Add(const RealScore& o) {
+    for (const auto& [k, f] : o.fam) {
+      Fam& m = fam[k];
+      m.n += f.n, m.caught += f.caught, m.warned += f.warned;
+      m.onset_err.insert(m.onset_err.end(), f.onset_err.begin(), f.onset_err.end());
+    }
+    runs += o.runs, sick += o.sick, healthy += o.healthy, healthy_alarmed += o.healthy_alarmed;
+    expect_not_violations += o.expect_not_violations, weak_n += o.weak_n, weak_fired += o.weak_fired;
+  }
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+struct RealTargets {
+  bool recall = true, alarms = true, onset = true;
+  bool all() const { return recall && alarms && onset; }
+};
+
+// Prints a score's figures and says which targets it meets.
+RealTargets PrintRealScore(const std::string& title, const RealScore& s) {
+  RealTargets t;
+  std::printf("\n%s: %d labelled runs (%d with expected findings, %d healthy or weak-only)\n", title.c_str(), s.runs,
+              s.sick, s.healthy);
+  std::printf("  %-15s %6s %6s %7s %5s %9s %6s %13s %10s\n", "family", "labels", "caught", "recall", "met", "warn+",
+              "onsets", "median onset", "within 5%");
+  std::vector<double> all_err;
+  for (const Family& f : Families()) {
+    auto it = s.fam.find(f.name);
+    if (it == s.fam.end()) continue;
+    const RealScore::Fam& m = it->second;
+    const double recall = m.n ? static_cast<double>(m.caught) / m.n : 0;
+    const bool ok = recall >= 0.9;
+    t.recall &= ok;
+    int within = 0;
+    for (double e : m.onset_err) within += e <= 0.05;
+    all_err.insert(all_err.end(), m.onset_err.begin(), m.onset_err.end());
+    char med[32] = "-", win[32] = "-";
+    if (!m.onset_err.empty()) {
+      std::snprintf(med, sizeof med, "%.1f%%", 100 * Median(m.onset_err));
+      std::snprintf(win, sizeof win, "%d/%zu", within, m.onset_err.size());
+    }
+    std::printf("  %-15s %6d %6d %7.2f %5s %9d %6zu %13s %10s\n", f.name.c_str(), m.n, m.caught, recall,
+                ok ? "yes" : "NO", m.warned, m.onset_err.size(), med, win);
+  }
+  for (const auto& [name, m] : s.fam) {  // families outside the table (unknown rule ids)
+    bool known = false;
+    for (const Family& f : Families()) known |= f.name == name;
+    if (known) continue;
+    const double recall = m.n ? static_cast<double>(m.caught) / m.n : 0;
+    t.recall &= recall >= 0.9;
+    std::printf("  %-15s %6d %6d %7.2f %5s %9d %6zu (a rule outside the family table)\n", name.c_str(), m.n, m.caught,
+                recall, recall >= 0.9 ? "yes" : "NO", m.warned, m.onset_err.size());
+  }
+  const double fa = s.healthy ? static_cast<double>(s.healthy_alarmed) / s.healthy : 0;
+  t.alarms = s.healthy_alarmed * 20 <= s.healthy;  // at most 1 healthy run in 20
+  int within = 0;
+  for (double e : all_err) within += e <= 0.05;
+  const double med = Median(all_err);
+  t.onset = med <= 0.05;
+  std::printf("  onset error (|reported - labelled| / the run's step span): median %.1f%% over %zu onsets, %d within 5%%\n",
+              100 * med, all_err.size(), within);
+  std::printf("  weak labels: %d of %d fired (not scored; never false alarms)\n", s.weak_fired, s.weak_n);
+  std::printf("  healthy runs with a warning or worse: %d of %d (%.0f%%)\n", s.healthy_alarmed, s.healthy, 100 * fa);
+  std::printf("  expect_not violations (a rule the traps rule out, at warning or worse, any run): %d\n",
+              s.expect_not_violations);
+  std::printf("  targets: recall >= 0.9 per family: %s; at most 1 healthy run in 20 alarmed: %s; median onset error <= 5%%: %s\n",
+              t.recall ? "met" : "NOT MET", t.alarms ? "met" : "NOT MET", t.onset ? "met" : "NOT MET");
+  return t;
+}
+
+struct LabelSet {
+  std::string name, file;
+  std::vector<std::pair<std::string, std::string>> roots;  // label root -> directory ("": the default)
+};
+
+// Ingests `dir` into a fresh store under `work`, evaluates every rule once, and scores the
+// labels of `labels` whose root is `root` into `score`. Prints the per-run table.
+void ScoreRoot(const std::string& work, const std::string& dir, const std::vector<const RealLabel*>& labels,
+               RealScore* score, const Options& opt) {
+  static int serial = 0;
+  const std::string db = work + "/real-" + std::to_string(serial++) + ".db";
+  auto t0 = Clock::now();
+  ingest::Summary summary;
+  {
+    Result<std::unique_ptr<store::Store>> store = store::Store::Open(db);
+    if (!store.ok()) Die("store: " + store.status().ToString());
+    Status s = ingest::IngestPaths(**store, {dir}, {}, &summary);
+    if (!s.ok()) Die("ingest " + dir + ": " + s.ToString());
+  }
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, {});
+  if (!engine.ok()) Die("engine: " + engine.status().ToString());
+  for (const auto& e : (*engine)->load_errors()) std::printf("  rule load error: %s\n", e.c_str());
+  store::Db& d = (*engine)->db();
+  Result<store::Stmt> last = d.Prepare("SELECT max(wall_time) FROM scalars");
+  if (!last.ok() || !*last->Step()) Die("no points in " + dir);
+  const double now = last->Real(0) + 3600;
+  auto t1 = Clock::now();
+  Result<diagnose::Evaluation> ev = (*engine)->Evaluate(nullptr, now);
+  if (!ev.ok()) Die("evaluate: " + ev.status().ToString());
+  auto t2 = Clock::now();
+  std::printf("  %s: %lld runs, %lld files, %lld ingest errors; ingest %.1f s, evaluate %.1f s (now = last point + 1 h)\n",
+              dir.c_str(), static_cast<long long>(summary.runs), static_cast<long long>(summary.files),
+              static_cast<long long>(summary.totals.errors), Seconds(t0, t1), Seconds(t1, t2));
+  for (const auto& e : ev->errors) std::printf("  rule error: %s\n", e.c_str());
+
+  std::map<std::string, std::vector<const diagnose::Observation*>> by_run;
+  for (const auto& o : ev->observations)
+    if (o.muted_by.empty() && !o.pending && o.rule != "run_verdict") by_run[o.run].push_back(&o);
+  Result<store::Stmt> span = d.Prepare("SELECT min(step), max(step), count(*) FROM scalar_points WHERE run = ?");
+  if (!span.ok()) Die("span: " + span.status().ToString());
+  auto loud = [](const diagnose::Observation* o) { return o->severity >= Severity::kWarning; };
+  auto fired_text = [&](const std::vector<const diagnose::Observation*>& obs) {
+    // rule@severity(onset), one per rule: its most severe, then earliest finding.
+    std::map<std::string, const diagnose::Observation*> best;
+    for (const auto* o : obs) {
+      auto [it, added] = best.emplace(o->rule, o);
+      if (added) continue;
+      const auto* b = it->second;
+      if (o->severity > b->severity ||
+          (o->severity == b->severity && o->onset_step && (!b->onset_step || *o->onset_step < *b->onset_step)))
+        it->second = o;
+    }
+    std::string s;
+    for (const auto& [rule, o] : best) {
+      if (!s.empty()) s += ", ";
+      s += rule + "@" + diagnose::SeverityName(o->severity);
+      if (o->onset_step) s += "(" + std::to_string(*o->onset_step) + ")";
+    }
+    return s.empty() ? std::string("-") : s;
+  };
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+    return s.empty() ? std::string("[]") : s;
+  };
+
+  std::set<std::string> labelled;
+  for (const RealLabel* l : labels) {
+    labelled.insert(l->run);
+    ++score->runs;
+    const auto& obs = by_run[l->run];
+    span->Reset();
+    span->Bind(1, l->run);
+    int64_t lo = 0, hi = 0, points = 0;
+    if (*span->Step() && !span->IsNull(0)) lo = span->Int(0), hi = span->Int(1), points = span->Int(2);
+    std::vector<std::string> miss, notes;
+    bool alarm = false;
+    if (points == 0) notes.push_back("NOT IN THE STORE");
+    // Expected labels, one per family and run.
+    std::set<std::string> done;
+    for (const std::string& rule : l->expect) {
+      const std::string fam = FamilyOf(rule);
+      if (!done.insert(fam).second) continue;
+      RealScore::Fam& f = score->fam[fam];
+      ++f.n;
+      const diagnose::Observation* hit = nullptr;
+      bool warned = false;
+      double err = 1e300;
+      const std::optional<int64_t> want = l->OnsetOf(rule);
+      for (const auto* o : obs) {
+        if (FamilyOf(o->rule) != fam) continue;
+        warned |= loud(o);
+        double e = 1e300;
+        if (want && o->onset_step && hi > lo)
+          e = std::fabs(static_cast<double>(*o->onset_step - *want)) / static_cast<double>(hi - lo);
+        if (!hit || e < err) hit = o, err = e;
+      }
+      if (!hit) {
+        miss.push_back(fam + "(" + rule + ")");
+        score->misses.push_back(l->run + ": " + rule);
+        continue;
+      }
+      ++f.caught;
+      f.warned += warned;
+      if (err < 1e299) {
+        f.onset_err.push_back(err);
+        if (err > 0.05) {
+          char buf[96];
+          std::snprintf(buf, sizeof buf, "%s onset %lld vs %lld (%.0f%%)", rule.c_str(),
+                        static_cast<long long>(*hit->onset_step), static_cast<long long>(*want), 100 * err);
+          notes.push_back(buf);
+        }
+      }
+    }
+    std::set<std::string> weak_fams;
+    for (const std::string& rule : l->weak) {
+      const std::string fam = FamilyOf(rule);
+      weak_fams.insert(fam);
+      ++score->weak_n;
+      bool fired = false;
+      for (const auto* o : obs) fired |= FamilyOf(o->rule) == fam;
+      score->weak_fired += fired;
+      if (!fired) score->weak_missed.push_back(l->run + ": " + rule);
+    }
+    if (l->expect.empty()) {
+      ++score->healthy;
+      for (const auto* o : obs)
+        if (loud(o) && !weak_fams.count(FamilyOf(o->rule))) {
+          alarm = true;
+          score->alarms.push_back(l->run + ": " + Finding(*o));
+        }
+      score->healthy_alarmed += alarm;
+    } else {
+      ++score->sick;
+    }
+    std::set<std::string> violated;
+    for (const auto* o : obs)
+      if (loud(o) && std::find(l->expect_not.begin(), l->expect_not.end(), o->rule) != l->expect_not.end() &&
+          violated.insert(o->rule).second) {
+        ++score->expect_not_violations;
+        score->violations.push_back(l->run + ": " + Finding(*o));
+        notes.push_back("expect_not " + o->rule);
+      }
+    std::string verdict = miss.empty() ? "" : "MISS";
+    if (alarm || !violated.empty()) verdict += verdict.empty() ? "FALSE-ALARM" : "+FALSE-ALARM";
+    if (verdict.empty()) verdict = "OK";
+    std::string expect = join(l->expect);
+    if (l->at_chance) expect += " (at chance)";
+    if (!l->weak.empty()) expect += " weak:" + join(l->weak);
+    if (l->onset) expect += " @" + std::to_string(*l->onset);
+    std::printf("  %-17s %s\n      expected %s | steps %lld-%lld\n      fired    %s\n", verdict.c_str(), l->run.c_str(),
+                expect.c_str(), static_cast<long long>(lo), static_cast<long long>(hi), fired_text(obs).c_str());
+    if (!miss.empty()) std::printf("      missed   %s\n", join(miss).c_str());
+    for (const auto& n : notes) std::printf("      note     %s\n", n.c_str());
+    if (opt.verbose) {
+      if (!l->cause.empty()) std::printf("      cause    %s\n", l->cause.c_str());
+      if (!l->notes.empty()) std::printf("      label    %s\n", l->notes.c_str());
+      for (const auto* o : obs) std::printf("      finding  %s\n", Finding(*o).c_str());
+    }
+  }
+  // Runs the labels do not cover: their warnings, for information only.
+  int unlabelled = 0, unlabelled_loud = 0;
+  std::vector<std::string> lines;
+  Result<store::Stmt> runs = d.Prepare("SELECT DISTINCT run FROM scalar_points ORDER BY run");
+  if (!runs.ok()) Die("runs: " + runs.status().ToString());
+  while (*runs->Step()) {
+    const std::string run = runs->Text(0);
+    if (labelled.count(run)) continue;
+    ++unlabelled;
+    std::vector<const diagnose::Observation*> l;
+    for (const auto* o : by_run[run])
+      if (loud(o)) l.push_back(o);
+    if (l.empty()) continue;
+    ++unlabelled_loud;
+    lines.push_back(run + ": " + fired_text(l));
+  }
+  if (unlabelled) {
+    std::printf("  unlabelled runs in this root (not scored): %d, %d with a warning or worse\n", unlabelled,
+                unlabelled_loud);
+    for (const auto& s : lines) std::printf("      %s\n", s.c_str());
+  }
+}
+
+int RealMain(const Options& opt) {
+  namespace fs = std::filesystem;
+  const std::string repo = TW_SOURCE_DIR;
+  std::string shared = opt.shared;
+  if (shared.empty()) {
+    // As the tests find TW_CORPUS_DIR: ../shared beside the checkout; a worktree one level
+    // further down (wt/NAME) finds it one more level up.
+    for (const char* up : {"/../shared", "/../../shared"})
+      if (fs::is_directory(repo + up)) {
+        shared = fs::weakly_canonical(repo + up).string();
+        break;
+      }
+  }
+  const bench::WorkDir dir("", "diagnose-eval-real", {});  // fresh stores, always
+  std::printf("\n==== diagnose_eval: REAL runs (labelled; scored apart from the synthetic runs) ====\n");
+  std::printf("repo %s, shared %s\n", repo.c_str(), shared.empty() ? "(not found; use --shared DIR)" : shared.c_str());
+  std::printf("\nRule families (a label counts as caught when any rule of its family fired, unmuted, not pending):\n");
+  for (const Family& f : Families()) {
+    std::string rules;
+    for (const auto& r : f.rules) rules += (rules.empty() ? "" : ", ") + r;
+    std::printf("  %-15s %s\n", f.name.c_str(), rules.c_str());
+  }
+
+  const std::vector<LabelSet> sets = {
+      {"public corpus (../shared/corpus-sick PATHOLOGIES.md)", repo + "/bench/real_labels/corpus_sick.json",
+       {{"corpus-sick", shared.empty() ? "" : shared + "/corpus-sick"}, {"corpus", shared.empty() ? "" : shared + "/corpus"}}},
+      {"GPU real_runs (tests/data/real_runs)", repo + "/tests/data/real_runs/labels.json",
+       {{"", repo + "/tests/data/real_runs"}}},
+      {"CPU runs (tests/data/cpu_runs)", repo + "/tests/data/cpu_runs/labels.json", {{"", repo + "/tests/data/cpu_runs"}}},
+  };
+  RealScore combined;
+  std::vector<std::pair<std::string, RealScore>> scored;
+  std::vector<std::string> skipped;  // what was not scored, for the last line
+  for (const LabelSet& set : sets) {
+    std::printf("\n---- %s ----\n", set.name.c_str());
+    if (!fs::exists(set.file)) {
+      std::printf("  %s is absent: label set skipped\n", set.file.c_str());
+      skipped.push_back(set.name);
+      continue;
+    }
+    const std::vector<RealLabel> labels = ReadRealLabels(set.file);
+    std::printf("  labels: %s (%zu runs)\n", set.file.c_str(), labels.size());
+    RealScore score;
+    for (const auto& [root, path] : set.roots) {
+      std::vector<const RealLabel*> mine;
+      for (const RealLabel& l : labels)
+        if (l.root == root || (set.roots.size() == 1 && l.root.empty())) mine.push_back(&l);
+      if (mine.empty()) continue;
+      if (path.empty() || !fs::is_directory(path)) {
+        std::printf("  root %s: %s is absent: %zu labelled runs skipped\n", root.c_str(),
+                    path.empty() ? "(no shared dir)" : path.c_str(), mine.size());
+        skipped.push_back("root " + root + " of " + set.name);
+        continue;
+      }
+      ScoreRoot(dir.path(), path, mine, &score, opt);
+    }
+    for (const RealLabel& l : labels) {
+      bool known = set.roots.size() == 1 && l.root.empty();
+      for (const auto& r : set.roots) known |= r.first == l.root;
+      if (!known)
+        std::printf("  %s: root \"%s\" is not one of this set's roots: skipped\n", l.run.c_str(), l.root.c_str());
+    }
+    if (score.runs == 0) continue;
+    PrintRealScore(set.name, score);
+    auto print_list = [](const char* what, const std::vector<std::string>& v) {
+      if (v.empty()) return;
+      std::printf("  %s (%zu):\n", what, v.size());
+      for (const auto& x : v) std::printf("    %s\n", x.c_str());
+    };
+    print_list("misses", score.misses);
+    print_list("false alarms on healthy runs", score.alarms);
+    print_list("expect_not violations", score.violations);
+    print_list("weak labels that did not fire", score.weak_missed);
+    combined.Add(score);
+    scored.emplace_back(set.name, score);
+  }
+  std::printf("\n---- combined ----\n");
+  for (const auto& [name, s] : scored) {
+    int n = 0, caught = 0;
+    for (const auto& [k, f] : s.fam) n += f.n, caught += f.caught;
+    std::printf("  %-55s labels %3d caught %3d (%.2f); healthy alarmed %d/%d; expect_not violations %d\n",
+                name.c_str(), n, caught, n ? static_cast<double>(caught) / n : 0.0, s.healthy_alarmed, s.healthy,
+                s.expect_not_violations);
+  }
+  const RealTargets t = PrintRealScore("all real label sets together", combined);
+  std::printf("\nReal-run targets (all sets together): %s\n", t.all() ? "met" : "NOT MET");
+  for (const auto& s : skipped) std::printf("  NOT SCORED (absent): %s\n", s.c_str());
+  return t.all() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    return Main(ParseArgs(argc, argv));
+    const Options opt = ParseArgs(argc, argv);
+    if (opt.real_only) return RealMain(opt);
+    const int synthetic = Main(opt);
+    if (!opt.real) return synthetic;
+    const int real = RealMain(opt);
+    return synthetic == 0 && real == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "diagnose_eval: %s\n", e.what());
     return 2;
