@@ -122,6 +122,10 @@ bool GuessLoss(const Tokens& t, Phase phase, bool validation_run, double plain,
               "rewards", "return", "returns", "count", "nonzero", "norm", "alpha", "temperature"}) ||
       (t.count("entropy") && !t.count("cross")))
     return true;
+  // A GAN's players: the discriminator's loss rises towards its equilibrium (2 ln 2) as the
+  // generator improves, so neither is a loss the run drives down.
+  if (Any(t, {"d", "g", "disc", "discriminator", "gen", "generator", "adversarial", "adv", "gan"}))
+    return true;
   // Error rates and perplexity are measured on held-out data unless the tag says train.
   const bool val = phase == Phase::kVal || phase == Phase::kTest || (!lossy && phase == Phase::kNone);
   const std::string role = val ? "val_loss" : "train_loss";
