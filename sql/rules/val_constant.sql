@@ -9,10 +9,13 @@
 --   reloaded checkpoint), check the validation loader yields batches, and log the freshly
 --   computed value.
 -- param min_evals = 3: identical evaluations in a row, at least
+-- One evaluation per step: a callback registered twice writes each value several times at
+-- the same step (Ultralytics), which is not several identical evaluations.
 WITH v AS (
   SELECT series_id, tag, step, value,
          row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
-  FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
+  FROM (SELECT series_id, tag, step, max(value) AS value FROM role_points
+        WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0 GROUP BY series_id, step)
 ), tail AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, count(DISTINCT value) AS d, min(step) AS first_step,
          max(step) AS last_step, max(value) AS val
