@@ -9,10 +9,14 @@ on data made with torch from fixed seeds, for a few seconds on one thread, and r
 logged scalar as a JSON line (tag, step, wall_time, value; NaN/Inf as "nan"/"inf"/"-inf").
 The converter (tools/cpu_runs/events_from_jsonl.cc) turns each run's JSONL into a TensorBoard
 event file in the run's directory. The script measures each run's series (first/min/argmin/
-last, decile medians, non-finite counts, LR end vs peak), prints that summary, and writes
-labels.json from the measured numbers: the expected rules come from the run's cause, and a run
-whose numbers do not show its pathology says so in its notes (see check_* below), so a label is
-never what was hoped but what was measured.
+last, decile medians, non-finite counts), prints that summary, and writes a draft labels file
+(cause, style, tags, a drafted onset and the measured lines per run) to its work directory.
+tests/data/cpu_runs/labels.json was written from that draft by hand, each label checked against
+the measured numbers: what a run showed, not what its cause was hoped to show.
+
+Memory-measuring runs run in a fresh child process each (FRESH_PROCESS). Step-time and memory
+values are measured, so they differ from machine to machine; the losses are seeded and were the
+same on re-runs here (one thread).
 """
 import argparse
 import json
@@ -629,8 +633,8 @@ def gaussian_nll_negative_variance():
 
 
 @register
-def keras_adam_nan():
-    r = Run("keras_adam_nan", "keras",
+def keras_sgd_nan_first_epoch():
+    r = Run("keras_sgd_nan_first_epoch", "keras",
             "Keras-style MLP fit with SGD lr 50 momentum 0.9 (meant 0.05): the weights overflow "
             "in the first epoch's 6th batch, so even epoch 0's mean loss is NaN")
     torch.manual_seed(0)
@@ -1866,9 +1870,9 @@ def main():
         with open(args.child_summary, "w") as f:
             json.dump(summary, f, indent=1)
         return
-    with open(os.path.join(work, "summary.json"), "w") as f:
+    with open(os.path.join(work, "labels.draft.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    print(f"total {time.time() - t_all:.1f}s; summary in {work}/summary.json")
+    print(f"total {time.time() - t_all:.1f}s; draft labels (measured numbers) in {work}/labels.draft.json")
 
 
 if __name__ == "__main__":
