@@ -1051,6 +1051,78 @@ def shuffled_targets_transformer():
     return r
 
 
+@register
+def deep_sigmoid_vanishing():
+    r = Run("deep_sigmoid_vanishing", "pytorch",
+            "12-layer sigmoid MLP (width 64, default PyTorch init, no normalisation, no "
+            "residuals), SGD lr 0.1: the gradient shrinks ~4x per sigmoid layer on its way back, "
+            "the first layers get ~1e-8 of the last layer's gradient and the net stays at chance")
+    torch.manual_seed(0)
+    xtr, ytr = teacher_data(8192, seed=1)
+    xva, yva = teacher_data(1024, seed=2)
+    layers, d = [], 32
+    for _ in range(11):
+        layers += [nn.Linear(d, 64), nn.Sigmoid()]
+        d = 64
+    layers.append(nn.Linear(d, K))
+    m = nn.Sequential(*layers)
+    lins = [l for l in m if isinstance(l, nn.Linear)]
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(3)
+    step = 0
+    for ep in range(3):
+        for idx in batches(len(xtr), 64, gen):
+            step += 1
+            loss = F.cross_entropy(m(xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            if step % 4 == 0:
+                r.log("Loss/train", step, float(loss))
+                r.log("grad_norm", step, grad_norm(m))
+                for i, l in enumerate(lins):
+                    r.log(f"grad_norm/layer_{i:02d}", step, float(l.weight.grad.norm()))
+                r.log("lr", step, 0.1)
+            opt.step()
+        vl, va = evaluate(m, xva, yva)
+        r.log("Loss/val", step, vl)
+        r.log("Accuracy/val", step, va)
+    r.tags = {"train_loss": "Loss/train", "val_loss": "Loss/val", "val_acc": "Accuracy/val",
+              "lr": "lr", "grad_norm": "grad_norm", "grad_norm_layer": "grad_norm/layer_00..11"}
+    return r
+
+
+@register
+def clip_saturation_tiny_max_norm():
+    r = Run("clip_saturation_tiny_max_norm", "hf",
+            "max_grad_norm=0.01 (meant 1.0) with SGD lr 0.1 momentum 0.9: "
+            "every step's pre-clip gradient norm (~0.5-2) is far above 0.01, so every update is "
+            "rescaled and training crawls")
+    torch.manual_seed(0)
+    xtr, ytr = teacher_data(16384, seed=1)
+    xva, yva = teacher_data(2048, seed=2)
+    m = mlp(32, 128, K)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    rec = Rec(r, "hf", every=5)
+    gen = torch.Generator().manual_seed(3)
+    step = 0
+    for ep in range(2):
+        for idx in batches(len(xtr), 64, gen):
+            step += 1
+            loss = F.cross_entropy(m(xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            gn = float(torch.nn.utils.clip_grad_norm_(m.parameters(), 0.01))
+            opt.step()
+            rec.step(step, float(loss), lr=0.1, gn=gn, epoch=step / 256,
+                     extra=({"max_grad_norm": 0.01} if step % 5 == 0 else None))
+        vl, va = evaluate(m, xva, yva)
+        rec.epoch_end(step, ep, vl, va)
+    r.tags = {k: rec.t[k] for k in ("train_loss", "val_loss", "val_acc", "lr", "grad_norm",
+                                     "epoch")}
+    r.tags["clip_threshold"] = "max_grad_norm"
+    return r
+
+
 # ---- overfitting / val stall -----------------------------------------------------------------
 
 
