@@ -173,5 +173,44 @@ TEST_F(RealWorldTest, LossAtChanceNeedsALongStayAndResolvesWhenItDrops) {
   EXPECT_TRUE(Of(ev, "loss_at_chance", "acc_high").empty());
 }
 
+// --- 2. Non-finite from the first point ------------------------------------------------------
+
+TEST_F(RealWorldTest, NonFiniteFromTheFirstPointOnRealRuns) {
+  REQUIRE_SICK_CORPUS();
+  EngineOptions o;  // the W&B keys end with a space; role inference is not under test here
+  o.roles = {{"train_loss", "training loss*", "", "test"}, {"val_loss", "validation loss*", "", "test"}};
+  Evaluation ev = Evaluate(o, {sick + "/wandb-0.16-python/AbhishekKarmakar5__Feed-forward-neural-network-implementation-from-scratch/wandb",
+                               sick + "/pytorch-lightning-2.x/Debajyoti2004__Brain_tumor_disease/lightning_logs"});
+  for (const std::string run : {"0gkgcqjt", "version_3"}) {
+    SCOPED_TRACE(run);
+    auto n = Of(ev, "non_finite_loss", run);
+    ASSERT_FALSE(n.empty());
+    EXPECT_EQ(n[0].severity, Severity::kCritical);
+    EXPECT_NE(n[0].message.find("never finite"), std::string::npos) << n[0].message;
+    EXPECT_TRUE(Of(ev, "loss_at_chance", run).empty());
+  }
+  EXPECT_EQ(Of(ev, "non_finite_loss", "0gkgcqjt")[0].onset_step, 0);
+}
+
+TEST_F(RealWorldTest, NonFiniteFromTheFirstPointInEveryForm) {
+  WriteRun("nan_all", 300, {{"loss", [](int64_t) { return NAN; }, 10}});
+  WriteRun("pinf_all", 300, {{"loss", [](int64_t) { return INFINITY; }, 10}});
+  WriteRun("ninf_all", 300, {{"loss", [](int64_t) { return -INFINITY; }, 10}});
+  WriteRun("val_only", 300, {{"loss", [this](int64_t t) { return 2.0 * std::pow(1 + t / 50.0, -0.5) * Noise(0.02); }},
+                             {"val_loss", [](int64_t) { return INFINITY; }, 50}});
+  Evaluation ev = Evaluate();
+  const std::map<std::string, std::string> kind = {
+      {"nan_all", "NaN"}, {"pinf_all", "+Inf"}, {"ninf_all", "-Inf"}, {"val_only", "+Inf"}};
+  for (const auto& [run, k] : kind) {
+    SCOPED_TRACE(run);
+    auto n = Of(ev, "non_finite_loss", run);
+    ASSERT_EQ(n.size(), 1u);
+    EXPECT_EQ(n[0].severity, Severity::kCritical);
+    EXPECT_EQ(n[0].onset_step, 0);
+    EXPECT_NE(n[0].message.find(" is " + k + " from step 0 (it was never finite)"), std::string::npos) << n[0].message;
+  }
+  EXPECT_EQ(Of(ev, "non_finite_loss", "val_only")[0].series, "val_loss");
+}
+
 }  // namespace
 }  // namespace tw::diagnose
