@@ -212,5 +212,40 @@ TEST_F(RealWorldTest, NonFiniteFromTheFirstPointInEveryForm) {
   EXPECT_EQ(Of(ev, "non_finite_loss", "val_only")[0].series, "val_loss");
 }
 
+// --- 3. Divergence downwards -------------------------------------------------------------------
+
+// An energy-based loss that dives from O(1) to -1e18 has diverged; being negative is not a
+// problem in itself (an RL objective around -12), nor is a maximised objective rising through
+// zero (an ELBO from -5.6e5 to +3.8e6, as beta-tcvae logs it), nor a loss that crossed zero and
+// grew a few times in size.
+TEST_F(RealWorldTest, LossDivingBelowZeroIsADivergence) {
+  WriteRun("ebm_dive", 2000, {{"loss", [this](int64_t t) {
+                                return t < 1000 ? 0.8 * Noise(0.1) - 0.3 : -std::exp((t - 1000) / 1000.0 * std::log(1e18)) * Noise(0.1);
+                              }}});
+  WriteRun("rl_negative", 2000, {{"loss", [this](int64_t) { return -12.0 * Noise(0.1); }}});
+  WriteRun("elbo_rising", 870, {{"loss", [this](int64_t t) {
+                                   return (-5.6e5 + 4.4e6 * (1 - std::exp(-t / 150.0))) * Noise(0.02);
+                                 }}});
+  WriteRun("crosses_zero", 2000, {{"loss", [this](int64_t t) { return 1.0 - 6.0 * t / 2000.0 + 0.1 * std::log(Noise(1)); }}});
+  Evaluation ev = Evaluate();
+  auto d = Of(ev, "loss_divergence", "ebm_dive");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].severity, Severity::kCritical);
+  EXPECT_NEAR(static_cast<double>(*d[0].onset_step), 1000, 0.05 * 2000);
+  EXPECT_NE(d[0].message.find("dived below zero"), std::string::npos) << d[0].message;
+  for (const std::string run : {"rl_negative", "elbo_rising", "crosses_zero"}) {
+    SCOPED_TRACE(run);
+    EXPECT_TRUE(Of(ev, "loss_divergence", run).empty());
+  }
+}
+
+TEST_F(RealWorldTest, ElboRisingThroughZeroOnARealRunIsNoDivergence) {
+  REQUIRE_SICK_CORPUS();
+  EngineOptions o;  // as if role inference took the ELBO for the training loss
+  o.roles = {{"train_loss", "train_elbo", "", "test"}};
+  Evaluation ev = Evaluate(o, {sick + "/wandb-0.13-python/A-Ijishakin__beta-tcvae/wandb"});
+  EXPECT_TRUE(Of(ev, "loss_divergence", "n748obmj").empty());
+}
+
 }  // namespace
 }  // namespace tw::diagnose
