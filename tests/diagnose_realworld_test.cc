@@ -247,5 +247,35 @@ TEST_F(RealWorldTest, ElboRisingThroughZeroOnARealRunIsNoDivergence) {
   EXPECT_TRUE(Of(ev, "loss_divergence", "n748obmj").empty());
 }
 
+// --- 4. A converged floor is not a plateau -----------------------------------------------------
+
+// The FNO run: 0.754 -> 0.00146 at epoch 80 -> 0.00103 flat to epoch 299. And generated: a
+// loss that fell 25x and then flattened for three quarters of a long run (converged) against one
+// stuck after a 3x drop (a plateau).
+TEST_F(RealWorldTest, ConvergedFloorIsNoPlateau) {
+  WriteRun("fell_25x", 4000, {{"loss", [this](int64_t t) {
+                                return (t < 1000 ? 2.0 * std::pow(25.0, -t / 1000.0) : 0.08) * Noise(0.03);
+                              }},
+                              {"lr", [](int64_t) { return 1e-3; }, 10}});
+  WriteRun("fell_3x", 4000, {{"loss", [this](int64_t t) {
+                               return (t < 1000 ? 2.0 * std::pow(3.0, -t / 1000.0) : 2.0 / 3) * Noise(0.03);
+                             }},
+                             {"lr", [](int64_t) { return 1e-3; }, 10}});
+  std::vector<std::string> paths = {Root()};
+  EngineOptions o;
+  const std::string sick = SickDir();
+  if (!sick.empty()) {
+    paths.push_back(sick + "/wandb-core-0.20/imkannadiga__flow-matching-pde/wandb-logs/FNO/wandb");
+    o.roles = {{"train_loss", "training_loss", "", "test"}, {"val_loss", "evaluation_loss", "", "test"}};
+  }
+  Evaluation ev = Evaluate(o, paths);
+  EXPECT_TRUE(Of(ev, "loss_plateau", "fell_25x").empty());
+  EXPECT_EQ(Alarms(ev, "fell_25x"), std::vector<std::string>{});
+  EXPECT_EQ(Of(ev, "loss_plateau", "fell_3x").size(), 1u);
+  if (!sick.empty()) {
+    EXPECT_EQ(Alarms(ev, "8ymxhcfn"), std::vector<std::string>{});
+  }
+}
+
 }  // namespace
 }  // namespace tw::diagnose
