@@ -277,5 +277,36 @@ TEST_F(RealWorldTest, ConvergedFloorIsNoPlateau) {
   }
 }
 
+// --- 5. Short runs: spikes and swings ----------------------------------------------------------
+
+// 40 points (an epoch each): five spikes of 10-100x are recurring spikes (the 100-point window
+// would never fill); swings with a period of 4 and of 8 points are oscillation (a 5-point
+// rolling median erases them). Healthy noisy short runs (15% per point) stay quiet.
+TEST_F(RealWorldTest, ShortRunsHaveSpikesAndSwingsToo) {
+  auto level = [](int64_t t) { return 0.4 + 2.0 * std::pow(1 + t / 3.0, -0.8); };
+  const std::map<int64_t, double> at = {{12, 10}, {17, 30}, {23, 100}, {28, 20}, {34, 50}};
+  WriteRun("short_spikes", 40, {{"loss", [&](int64_t t) {
+                                  auto it = at.find(t);
+                                  return level(t) * Noise(0.05) * (it == at.end() ? 1.0 : it->second);
+                                }}});
+  for (int period : {4, 8})
+    WriteRun("short_swing_p" + std::to_string(period), 40, {{"loss", [&, period](int64_t t) {
+               const double swing = t < 8 ? 1.0 : std::exp(0.6 * std::sin(2 * M_PI * (t - 8) / period + 0.3));
+               return std::min(level(t), level(8)) * swing * Noise(0.05);
+             }}});
+  for (int i = 0; i < 4; ++i)
+    WriteRun("short_noisy_" + std::to_string(i), 40, {{"loss", [&](int64_t t) { return level(t) * Noise(0.15); }}});
+  Evaluation ev = Evaluate();
+  if (std::getenv("TW_DEBUG_KEEP")) std::filesystem::copy(Root(), std::getenv("TW_DEBUG_KEEP"), std::filesystem::copy_options::recursive);
+  auto sp = Of(ev, "loss_spikes", "short_spikes");
+  ASSERT_EQ(sp.size(), 1u);
+  EXPECT_EQ(sp[0].severity, Severity::kWarning);
+  for (const std::string run : {"short_swing_p4", "short_swing_p8"}) {
+    SCOPED_TRACE(run);
+    EXPECT_EQ(Of(ev, "loss_oscillation", run).size(), 1u);
+  }
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Alarms(ev, "short_noisy_" + std::to_string(i)), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace tw::diagnose
