@@ -308,5 +308,56 @@ TEST_F(RealWorldTest, ShortRunsHaveSpikesAndSwingsToo) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(Alarms(ev, "short_noisy_" + std::to_string(i)), std::vector<std::string>{});
 }
 
+// --- 6. A warmup that never ends ---------------------------------------------------------------
+
+// detectron2: the LR still rising linearly at the last step; the TF2 Object Detection API: a
+// warmup to 0.08 at step 1000, then 0.0799 to step 2000 of a planned 50000 (the cosine barely
+// begun). YOLOv5's bias LR (x/lr0) starts near 0.1 and falls during its warmup, and its weight
+// LR (x/lr2) rises and then decays: both healthy.
+TEST_F(RealWorldTest, WarmupThatNeverEndsOnRealRuns) {
+  REQUIRE_SICK_CORPUS();
+  EngineOptions o;
+  o.roles = {{"lr", "x/lr0", "*chaoyu1999*", "test"}, {"lr", "x/lr2", "*pugangqiang*", "test"}};
+  Evaluation ev = Evaluate(o, {sick + "/detectron2-torch-summarywriter", sick + "/tf2-od-api-tf-summary",
+                               sick + "/yolov5-torch-summarywriter"});
+  auto d2 = Of(ev, "lr_schedule_misaligned", "Kevindic0214");
+  ASSERT_EQ(d2.size(), 1u);
+  EXPECT_EQ(d2[0].severity, Severity::kWarning);
+  EXPECT_NE(d2[0].message.find("still rising at the end"), std::string::npos) << d2[0].message;
+  auto od = Of(ev, "lr_schedule_misaligned", "my_ssd_mobnet");
+  ASSERT_EQ(od.size(), 1u);
+  EXPECT_EQ(od[0].severity, Severity::kWarning);
+  EXPECT_NE(od[0].message.find("its decay barely begun"), std::string::npos) << od[0].message;
+  EXPECT_TRUE(Of(ev, "lr_schedule_misaligned", "chaoyu1999").empty());
+  EXPECT_TRUE(Of(ev, "lr_schedule_misaligned", "pugangqiang").empty());
+}
+
+// Generated: a warmup still rising at the end of a finished run (a warning); the same run still
+// being written (every warmup looks like this while it runs: quiet); a warmup then a constant LR
+// exactly at the peak (a deliberate constant-with-warmup: no warning), and the same with hparams
+// planning a cosine decay (a warning).
+TEST_F(RealWorldTest, WarmupThatNeverEndsWaitsForTheEndOfTheRun) {
+  auto rising = [](int64_t t) { return 1e-3 * (t + 10) / 1010.0; };
+  auto flat_peak = [](int64_t t) { return t < 500 ? 1e-3 * (t + 10) / 510.0 : 1e-3; };
+  const Curve loss = [this](int64_t t) { return (0.3 + 2.0 * std::pow(1 + t / 100.0, -0.7)) * Noise(0.03); };
+  WriteRun("rising", 1000, {{"loss", loss}, {"lr", rising, 10}});
+  WriteRun("warmup_constant", 1000, {{"loss", loss}, {"lr", flat_peak, 10}});
+  WriteRun("planned_cosine", 1000, {{"loss", loss}, {"lr", flat_peak, 10}},
+           {testing::HParamsStartEvent(kT0, {{"lr_scheduler_type", std::string("cosine")}}, false)});
+  Evaluation ev = Evaluate();
+  EXPECT_EQ(Of(ev, "lr_schedule_misaligned", "rising").size(), 1u);
+  EXPECT_EQ(Alarms(ev, "warmup_constant"), std::vector<std::string>{});
+  auto planned = Of(ev, "lr_schedule_misaligned", "planned_cosine");
+  ASSERT_EQ(planned.size(), 1u);
+  EXPECT_NE(planned[0].message.find("lr_scheduler_type = cosine"), std::string::npos) << planned[0].message;
+
+  // The same rising warmup, evaluated while the run is still writing: quiet.
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), {});
+  ASSERT_TRUE(engine.ok());
+  Result<Evaluation> live = (*engine)->Evaluate(nullptr, kT0 + 1000 * kDt + 5);
+  ASSERT_TRUE(live.ok());
+  EXPECT_TRUE(Of(*live, "lr_schedule_misaligned", "rising").empty());
+}
+
 }  // namespace
 }  // namespace tw::diagnose
