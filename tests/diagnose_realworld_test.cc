@@ -359,5 +359,49 @@ TEST_F(RealWorldTest, WarmupThatNeverEndsWaitsForTheEndOfTheRun) {
   EXPECT_TRUE(Of(*live, "lr_schedule_misaligned", "rising").empty());
 }
 
+// --- 7. Overfitting and stalls seen on a validation score --------------------------------------
+
+// YOLOv5 chaoyu1999: mAP_0.5 peaks at 0.935 at epoch 29 and falls to 0.697 by 299 while the
+// training losses keep falling: overfitting, best checkpoint 29. pugangqiang: mAP_0.5 climbs to
+// 0.99 and stays there (saturated: success, neither overfitting nor a stall).
+TEST_F(RealWorldTest, OverfittingOnAValidationScoreOnRealRuns) {
+  REQUIRE_SICK_CORPUS();
+  EngineOptions o;
+  o.roles = {{"train_loss", "train/obj_loss", "", "test"}, {"val_metric", "metrics/mAP_0.5", "", "test"}};
+  Evaluation ev = Evaluate(o, {sick + "/yolov5-torch-summarywriter"});
+  auto of = Of(ev, "overfitting", "chaoyu1999");
+  ASSERT_EQ(of.size(), 1u);
+  EXPECT_EQ(of[0].onset_step, 29);
+  EXPECT_NE(of[0].message.find("higher is better"), std::string::npos) << of[0].message;
+  EXPECT_TRUE(Of(ev, "overfitting", "pugangqiang").empty());
+  EXPECT_TRUE(Of(ev, "val_stall", "pugangqiang").empty());
+  EXPECT_EQ(Alarms(ev, "pugangqiang"), std::vector<std::string>{});
+}
+
+// Generated: a validation accuracy that peaks and falls while training loss falls (overfitting);
+// a validation F1 that stops improving (a stall, information); an accuracy at 1.0 (saturated).
+TEST_F(RealWorldTest, ValidationScoresAreReadHigherIsBetter) {
+  const Curve loss = [this](int64_t t) { return (0.05 + 2.0 * std::pow(1 + t / 100.0, -0.8)) * Noise(0.03); };
+  WriteRun("acc_falls", 4000, {{"train_loss", loss},
+                               {"val_acc", [this](int64_t t) {
+                                  return (t < 1500 ? 0.5 + 0.35 * t / 1500.0 : 0.85 - 0.15 * (t - 1500) / 2500.0) * Noise(0.003);
+                                }, 100}});
+  WriteRun("f1_stalls", 4000, {{"train_loss", loss},
+                               {"eval/f1", [this](int64_t t) { return std::min(0.7, 0.3 + 0.4 * t / 1500.0) * Noise(0.002); }, 100}});
+  WriteRun("acc_saturated", 4000, {{"train_loss", loss},
+                                   {"val_acc", [](int64_t t) { return std::min(1.0, 0.5 + 0.5 * t / 1000.0); }, 100}});
+  Evaluation ev = Evaluate();
+  auto of = Of(ev, "overfitting", "acc_falls");
+  ASSERT_EQ(of.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(*of[0].onset_step), 1500, 200);
+  auto st = Of(ev, "val_stall", "f1_stalls");
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].severity, Severity::kInfo);
+  EXPECT_NEAR(static_cast<double>(*st[0].onset_step), 1500, 300);
+  EXPECT_TRUE(Of(ev, "overfitting", "f1_stalls").empty());
+  EXPECT_TRUE(Of(ev, "val_stall", "acc_saturated").empty());
+  EXPECT_TRUE(Of(ev, "overfitting", "acc_saturated").empty());
+}
+
 }  // namespace
 }  // namespace tw::diagnose
