@@ -59,7 +59,7 @@ WITH lr AS (
   -- Whether the run is over: an exit code, a logged stop, or silence well past its rhythm.
   SELECT EXISTS (SELECT 1 FROM runs r WHERE r.run_id IN (SELECT run_id FROM src) AND r.exit_code IS NOT NULL)
          OR EXISTS (SELECT 1 FROM run_events e WHERE e.run_id IN (SELECT run_id FROM src) AND e.kind = 'stop')
-         OR :now - (SELECT max(wall_time) FROM role_points WHERE run_id = :run_id)
+         OR :now - (SELECT max(wall_time) FROM role_points WHERE run_id = :run_id AND role = 'lr')
             >= max(:ended_silence, 10 * COALESCE((SELECT tw_median(g) FROM (
                  SELECT wall_time - lag(wall_time) OVER (ORDER BY step) AS g FROM role_points
                  WHERE run_id = :run_id AND role = 'lr' AND series_id = (SELECT min(series_id) FROM floor))), 0)) AS over,
@@ -97,19 +97,22 @@ SELECT series_id, first_step, first_step, last_step, 'warning',
                         ' at step ' || peak_step || ' (' ||
                         printf('%.0f', 100.0 * (peak_step - first_step) / (last_step - first_step)) ||
                         '% of the run) and the run ended at ' || printf('%.1f', 100.0 * last_value / hi) ||
-                        '% of it' || CASE WHEN planned IS NOT NULL THEN ' (' || planned || ')' ELSE
+                        '% of it' || CASE WHEN (SELECT planned FROM ended) IS NOT NULL
+                                          THEN ' (' || (SELECT planned FROM ended) || ')' ELSE
                         ', its decay barely begun' END || ': the schedule was built for a far longer run'
               END,
        json_object('series', tag, 'peak_step', peak_step, 'peak', hi, 'first', first_value, 'last', last_value,
                    'warmup_fraction', 1.0 * (peak_step - first_step) / (last_step - first_step),
-                   'still_rising', peak_step = last_step, 'planned', planned),
+                   'still_rising', peak_step = last_step, 'planned', (SELECT planned FROM ended)),
        'A warmup (or a whole schedule) sized for many more steps than the run took: a warmup in epochs or samples where steps were meant, max_steps from another dataset size, or a run stopped long before its planned end.',
        'Size the warmup and the decay from the steps this run will take (1-5% warmup is usual), or let the run go on to its planned end; results from a run that never left its warmup are not its schedule''s.'
-FROM floor, ended
-WHERE hi > 0 AND ended.over AND last_step > first_step AND n >= 5
+FROM floor
+WHERE hi > 0 AND last_step > first_step AND n >= 5
   AND first_value <= :warmup_start * hi AND last_value >= :at_peak * hi
   AND 1.0 * (peak_step - first_step) / (last_step - first_step) >= :long_warmup
-  AND (peak_step = last_step OR last_value < hi OR planned IS NOT NULL)
+  -- (ended is computed only for the rare LR curve that got this far)
+  AND (peak_step = last_step OR last_value < hi OR (SELECT planned FROM ended) IS NOT NULL)
+  AND (SELECT over FROM ended)
 UNION ALL
 SELECT series_id, peak_step, first_step, peak_step, 'info',
        tag || ' warms up until step ' || peak_step || ', ' ||
