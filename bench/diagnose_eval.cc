@@ -773,7 +773,7 @@ const std::map<std::string, std::set<std::string>>& Companions() {
       {"grad_explosion", {"loss_divergence", "loss_spikes"}},
       {"memory_growth", {"step_time_creep"}},
       {"step_time_creep", {"memory_growth"}},
-      {"loss_plateau", {"val_stall"}},
+      {"loss_plateau", {"val_stall", "loss_at_chance"}},  // a plateau from the start at ln K is both
       {"lr_schedule_misaligned", {"loss_plateau"}},
   };
   return m;

@@ -23,6 +23,9 @@
 --   either side) makes for it to count as a step
 -- param collapse_ratio = 3: at least this many times its best, a loss that stopped rising has
 --   still diverged (a collapse: it will not come back by itself)
+-- param dive_ratio = 100: a loss that went negative: its recent level is below minus this many
+--   times its early size (the median |loss| of its first tenth), at least
+-- param dive_min_points = 20: loss points needed for the downward form
 --
 -- Method: the loss on a log scale, smoothed by a rolling median; its best (lowest) level and
 -- where it was; the current level. Diverging when the current level is `ratio` times the best,
@@ -30,7 +33,36 @@
 -- not already falling back; and the level is new: a curve that already came down past halfway
 -- since, went back up this high and fell again by itself is swinging (loss_oscillation).
 -- (The step where it was as high before is `was_as_high_step` in tw_divergence's result.)
-WITH d AS MATERIALIZED (
+--
+-- Downwards: a loss that can go negative (energy-based, contrastive, a likelihood with a
+-- learned variance) has no log scale, and one diving from O(1) to -1e18 has diverged as surely
+-- as one climbing to +1e18: the objective found a direction in which it is unbounded. The
+-- downward form asks for orders of magnitude (dive_ratio times its early size) below zero, now
+-- and still near its deepest (not come back). Being negative is no problem in itself (an RL
+-- objective often is), nor is a maximised objective rising through zero (an ELBO).
+WITH negs AS MATERIALIZED (
+  -- Only series that went negative take the downward reading (one cheap pass over the rest).
+  SELECT series_id FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+  GROUP BY series_id HAVING min(value) < 0 AND count(*) >= :dive_min_points
+), pts AS MATERIALIZED (
+  SELECT series_id, tag, step, value,
+         row_number() OVER (PARTITION BY series_id ORDER BY step) AS k,
+         row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k_back,
+         count(*) OVER (PARTITION BY series_id) AS n
+  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+    AND series_id IN (SELECT series_id FROM negs)
+), neg AS MATERIALIZED (
+  -- Their early size, recent level and deepest point.
+  SELECT series_id, tag, n, min(value) AS deepest, max(step) AS last_step,
+         tw_median(CASE WHEN k <= max(3, n / 10) THEN abs(value) END) AS early,
+         tw_median(CASE WHEN k_back <= max(3, n / 20) THEN value END) AS cur
+  FROM pts GROUP BY series_id
+), dive AS MATERIALIZED (
+  SELECT neg.*,
+         -- Onset: the last point still within its early size before the dive.
+         (SELECT max(step) FROM pts p WHERE p.series_id = neg.series_id AND p.value >= -neg.early) AS onset
+  FROM neg WHERE early > 0 AND cur <= -:dive_ratio * early AND cur <= 0.1 * deepest
+), d AS MATERIALIZED (
   SELECT series_id, tag, count(*) AS n, tw_divergence(step, value, :window) AS j
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
   GROUP BY series_id
@@ -62,3 +94,11 @@ WHERE ratio >= 0.7 * peak AND was_as_high IS NULL
   AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
        OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac))
   AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
+UNION ALL
+SELECT series_id, onset, onset, last_step,
+       tag || ' has dived below zero by orders of magnitude: from about ' || printf('%.3g', early) ||
+         ' in size at the start to ' || printf('%.3g', cur) || ' now (deepest ' || printf('%.3g', deepest) ||
+         ', since step ' || onset || '): the objective is unbounded below and the model exploits it',
+       json_object('series', tag, 'direction', 'down', 'early_size', early, 'current', cur,
+                   'deepest', deepest, 'ratio_to_early', -cur / early, 'onset_step', onset)
+FROM dive

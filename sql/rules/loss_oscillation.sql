@@ -14,15 +14,29 @@
 -- param trend_z = 3: no decreasing trend: Mann–Kendall z above -trend_z (swings are autocorrelated,
 --   which inflates z: a few periods cut mid-swing read as a trend of about 2.5)
 -- param min_points = 60: points in the examined part
+-- param period_strength = 0.6: a swing whose period is shorter than twice the smoothing (which
+--   would erase it: a 5-point median flattens a period of 4) is read unsmoothed when it is this
+--   regular (autocorrelation of the differences at its period) ...
+-- param short_min_points = 16: ... and then this many points in the examined part are enough
+--   (short runs: an epoch per point)
 --
 -- Noise is not oscillation: the short rolling median shrinks step-to-step noise, so what is
 -- left spread over a 2x range, repeatedly crossing its own level, is swinging.
 WITH span AS (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
+), per AS MATERIALIZED (
+  -- A short, regular period (2 to 2 x smooth points) over the whole curve (a short run's tail
+  -- holds too few periods to find one): read it unsmoothed.
+  SELECT series_id, CASE WHEN json_extract(p, '$.strength') >= :period_strength
+                              AND json_extract(p, '$.period_points') BETWEEN 2 AND 2 * :smooth
+                         THEN 1 ELSE :smooth END AS sm
+  FROM (SELECT series_id, tw_period(step, ln(value), 2, 2 * :smooth) AS p
+        FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 AND value > 0
+        GROUP BY series_id)
 ), t AS MATERIALIZED (
-  SELECT series_id, tag, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
-         tw_swings(step, value, :smooth) AS j
-  FROM role_points, span WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+  SELECT series_id, tag, per.sm AS sm, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
+         tw_swings(step, value, per.sm) AS j
+  FROM role_points JOIN per USING (series_id), span WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
     AND step >= span.hi - :tail_frac * (span.hi - span.lo)
   GROUP BY series_id
 ), began AS MATERIALIZED (
@@ -31,7 +45,7 @@ WITH span AS (
   -- smoothed curve reached its swinging level.
   SELECT t.*, COALESCE(
            -- The period, in points: the examined part crosses its level twice per swing.
-           (SELECT tw_swing_onset(p.step, p.value, :smooth, 2.0 * t.n / max(1, json_extract(t.j, '$.crossings')))
+           (SELECT tw_swing_onset(p.step, p.value, t.sm, 2.0 * t.n / max(1, json_extract(t.j, '$.crossings')))
               FROM role_points p
               WHERE p.run_id = :run_id AND p.series_id = t.series_id AND p.value_class = 0),
            (SELECT tw_first_below(p.step, p.value, json_extract(t.j, '$.level'), max(5, t.n / 25))
@@ -42,7 +56,7 @@ WITH span AS (
   -- Swinging that began before the examined part is judged from where it began: more swings
   -- to count, whole periods for the trend test.
   SELECT began.*, CASE WHEN since < first_step THEN
-           (SELECT tw_swings(p.step, p.value, :smooth) FROM role_points p
+           (SELECT tw_swings(p.step, p.value, began.sm) FROM role_points p
               WHERE p.run_id = :run_id AND p.series_id = began.series_id AND p.value_class = 0
               AND p.step >= began.since) ELSE j END AS jw,
          min(first_step, COALESCE(since, first_step)) AS from_step
@@ -57,17 +71,18 @@ WITH span AS (
             AND json_extract(jw, '$.crossings') >= :min_crossings AND json_extract(jw, '$.mk_z') > -:trend_z) AS wide_swings
   FROM wide
 ), chosen AS (
-  SELECT series_id, tag, n, since, first_step, last_step, tail_swings OR wide_swings AS swinging,
+  SELECT series_id, tag, n, sm, since, first_step, last_step, tail_swings OR wide_swings AS swinging,
          CASE WHEN wide_swings THEN jw ELSE j END AS jw,
          CASE WHEN wide_swings THEN from_step ELSE first_step END AS from_step
   FROM judged
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        tag || ' swings over a ' || printf('%.1f', json_extract(jw, '$.ratio')) || 'x range around ' ||
-         printf('%.4g', json_extract(jw, '$.level')) || ' (10th to 90th percentile, smoothed over ' || :smooth ||
-         ' points), crossing that level ' || json_extract(jw, '$.crossings') || ' times since step ' || from_step ||
+         printf('%.4g', json_extract(jw, '$.level')) || ' (10th to 90th percentile, ' ||
+         CASE WHEN sm > 1 THEN 'smoothed over ' || CAST(sm AS INTEGER) || ' points)' ELSE 'a regular swing too short to smooth)' END ||
+         ', crossing that level ' || json_extract(jw, '$.crossings') || ' times since step ' || from_step ||
          ', without a downward trend (z ' || printf('%.1f', json_extract(jw, '$.mk_z')) || ')' AS message,
        json_object('series', tag, 'swing_ratio', json_extract(jw, '$.ratio'), 'level', json_extract(jw, '$.level'),
                    'crossings', json_extract(jw, '$.crossings'), 'trend_z', json_extract(jw, '$.mk_z')) AS evidence
 FROM chosen
-WHERE n >= :min_points AND swinging
+WHERE (n >= :min_points OR sm = 1 AND n >= :short_min_points) AND swinging

@@ -28,8 +28,10 @@
 --   hence the cap on the estimate)
 -- param stuck_min_points = 150: a run flat from the start is called stuck only after this many points
 -- param lr_low = 0.2: quiet when the LR at the flat stretch's start is at most this fraction of its peak
--- param converged_ratio = 0.01: quiet once the loss is down to this fraction of its start (a
---   training loss 100x below where it began has converged; flat is what it should be)
+-- param converged_ratio = 0.1: quiet once the loss is down to this fraction of its start: a
+--   training loss 10x below where it began has learned what this setup teaches, and flat is
+--   how a finished run looks (a converged floor); the plateaus worth a warning are the ones
+--   stuck after a small drop (2-5x), or never dropping
 -- param lr_low_share = 0.67: or when it is that low over this share of the flat stretch (a
 --   schedule that hit its floor early)
 --

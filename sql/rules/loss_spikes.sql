@@ -20,20 +20,29 @@
 -- param big_ratio = 3: how big those must be
 -- param many = 5: this many spikes of at least min_ratio are recurring: a warning
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
+-- param short_window = 10: a run of fewer than 2 x window points uses a quarter of its points as
+--   the window (this many at least) and half that as recover_points: a 40-point run (an epoch
+--   per point) has its spikes too, and a 100-point window would never fill
 --
 -- Isolated spikes that recover are normal (especially early): 2-3x ones stay quiet, a few tall
 -- ones are information (look at those batches). A warning is for recurring spikes (many), or
 -- for one that left the loss at a higher level.
 WITH span AS (
   SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
+), sized AS MATERIALIZED (
+  -- The window per series: the default, or for a short run a quarter of its points.
+  SELECT series_id, CASE WHEN count(*) >= 2 * :window THEN :window
+                         ELSE max(:short_window, count(*) / 4) END AS w
+  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
 ), s AS MATERIALIZED (
-  SELECT series_id, tag, tw_spikes(step, value, :window, :z, :recover_points, :recover_ratio) AS j
-  FROM role_points, span
+  SELECT series_id, tag, sized.w AS w,
+         tw_spikes(step, value, sized.w, :z, min(:recover_points, max(3, sized.w / 2)), :recover_ratio) AS j
+  FROM role_points JOIN sized USING (series_id), span
   WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
     AND step >= span.lo + :warmup_frac * (span.hi - span.lo)
   GROUP BY series_id
 ), big AS MATERIALIZED (
-  SELECT s.series_id, s.tag, count(*) AS n,
+  SELECT s.series_id, s.tag, s.w, count(*) AS n,
          sum(json_extract(e.value, '$.recovered') = 0) AS unrecovered,
          sum(json_extract(e.value, '$.ratio') >= :big_ratio) AS big,
          min(json_extract(e.value, '$.step')) AS first_step,
@@ -51,8 +60,8 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
          ' between steps ' || first_step || ' and ' || last_step || ' (up to ' ||
          printf('%.1f', max_ratio) || 'x the running level, robust z up to ' || printf('%.0f', max_z) || ')' ||
          CASE WHEN unrecovered > 0 THEN '; ' || unrecovered || ' did not come back within ' ||
-              :recover_points || ' points' ELSE '' END AS message,
+              CAST(min(:recover_points, max(3, w / 2)) AS INTEGER) || ' points' ELSE '' END AS message,
        json_object('series', tag, 'spikes', json(spikes), 'count', n, 'unrecovered', unrecovered,
-                   'window', :window, 'z_threshold', :z) AS evidence
+                   'window', w, 'z_threshold', :z) AS evidence
 FROM big
 WHERE big >= :min_count OR n >= :many OR unrecovered > 0

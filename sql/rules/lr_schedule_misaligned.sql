@@ -11,9 +11,18 @@
 -- param min_levels = 10: distinct LR values before the floor (a continuous decay, not a step schedule)
 -- param long_warmup = 0.2: a warmup longer than this fraction of the run is odd
 -- param constant_min_steps = 5000: a run this long with one LR value surely meant a schedule
+-- param warmup_start = 0.5: a warmup starts at most this fraction of the peak (an LR that starts
+--   at its peak and falls, as YOLO's bias LR does during its warmup, is no warmup)
+-- param at_peak = 0.95: a run that ended with its LR at least this fraction of its peak ...
+-- param ended_silence = 600: ... and is over: an exit code or a logged stop, or silent this many
+--   seconds and ten of its logging intervals
 --
--- Three readings of the LR curve, each a row: decayed to its floor long before the end; warmup
--- over an implausibly large part of the run; never changed in a long run (a question, info).
+-- Four readings of the LR curve, each a row: decayed to its floor long before the end; a warmup
+-- that never ended (a warning: the run is over with the LR still rising, or at its peak when a
+-- decay had begun or the hyperparameters plan one); warmup over an implausibly large part of
+-- the run (info); never changed in a long run (a question, info). A warmup still rising in a
+-- live run is what every warmup looks like, so the warning waits for the run's end (a run that
+-- a daemon saw end without a new write is judged when it next examines the run).
 WITH lr AS (
   SELECT series_id, tag, step, value FROM role_points
   WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
@@ -40,8 +49,31 @@ WITH lr AS (
   FROM s WHERE n >= 10
 ), floor AS MATERIALIZED (
   SELECT above.*, (SELECT min(step) FROM lr WHERE lr.series_id = above.series_id
-                     AND lr.step > COALESCE(above.last_above, -1)) AS floor_step
+                     AND lr.step > COALESCE(above.last_above, -1)) AS floor_step,
+         (SELECT value FROM lr WHERE lr.series_id = above.series_id ORDER BY step LIMIT 1) AS first_value,
+         (SELECT value FROM lr WHERE lr.series_id = above.series_id ORDER BY step DESC LIMIT 1) AS last_value
   FROM above
+), src AS MATERIALIZED (
+  SELECT DISTINCT source_run_id AS run_id FROM run_roles WHERE run_id = :run_id AND role = 'lr'
+), ended AS MATERIALIZED (
+  -- Whether the run is over: an exit code, a logged stop, or silence well past its rhythm.
+  SELECT EXISTS (SELECT 1 FROM runs r WHERE r.run_id IN (SELECT run_id FROM src) AND r.exit_code IS NOT NULL)
+         OR EXISTS (SELECT 1 FROM run_events e WHERE e.run_id IN (SELECT run_id FROM src) AND e.kind = 'stop')
+         OR :now - (SELECT max(wall_time) FROM role_points WHERE run_id = :run_id AND role = 'lr')
+            >= max(:ended_silence, 10 * COALESCE((SELECT tw_median(g) FROM (
+                 SELECT wall_time - lag(wall_time) OVER (ORDER BY step) AS g FROM role_points
+                 WHERE run_id = :run_id AND role = 'lr' AND series_id = (SELECT min(series_id) FROM floor))), 0)) AS over,
+         -- A decay the hyperparameters plan: a decaying scheduler named, or more steps than ran.
+         (SELECT group_concat(h.key || ' = ' || COALESCE(h.value_text, printf('%g', h.value_num)), ', ') FROM hparams h
+            WHERE h.run_id IN (SELECT run_id FROM src)
+              AND ((lower(h.key) IN ('lr_scheduler_type', 'lr_scheduler', 'scheduler', 'lr_schedule', 'lr_policy',
+                                     'decay_schedule', 'lr_decay_style')
+                    AND (lower(h.value_text) LIKE '%cos%' OR lower(h.value_text) LIKE '%linear%'
+                         OR lower(h.value_text) LIKE '%poly%' OR lower(h.value_text) LIKE '%step%'
+                         OR lower(h.value_text) LIKE '%exp%' OR lower(h.value_text) LIKE '%decay%'))
+                   OR (lower(h.key) IN ('max_steps', 'total_steps', 'num_training_steps', 'train_steps',
+                                        'max_iter', 'max_iters', 'total_iters', 'num_steps')
+                       AND h.value_num > (SELECT max(last_step) FROM floor)))) AS planned
 )
 SELECT series_id, floor_step AS onset_step, floor_step AS first_step, run_last AS last_step,
        'warning' AS severity,
@@ -55,6 +87,32 @@ SELECT series_id, floor_step AS onset_step, floor_step AS first_step, run_last A
 FROM floor
 WHERE hi > 0 AND lo <= 0.5 * hi AND levels >= :min_levels AND run_last > first_step
   AND 1.0 * (run_last - floor_step) / (run_last - first_step) >= :floor_frac
+UNION ALL
+SELECT series_id, first_step, first_step, last_step, 'warning',
+       tag || CASE WHEN peak_step = last_step
+                   THEN ' was still rising at the end of the run: ' || printf('%.3g', first_value) || ' at step ' ||
+                        first_step || ' to ' || printf('%.3g', last_value) || ' at step ' || last_step ||
+                        ', its highest: the warmup never finished, so the run never trained at the LR it was set for'
+                   ELSE ' warmed up from ' || printf('%.3g', first_value) || ' to its peak ' || printf('%.3g', hi) ||
+                        ' at step ' || peak_step || ' (' ||
+                        printf('%.0f', 100.0 * (peak_step - first_step) / (last_step - first_step)) ||
+                        '% of the run) and the run ended at ' || printf('%.1f', 100.0 * last_value / hi) ||
+                        '% of it' || CASE WHEN (SELECT planned FROM ended) IS NOT NULL
+                                          THEN ' (' || (SELECT planned FROM ended) || ')' ELSE
+                        ', its decay barely begun' END || ': the schedule was built for a far longer run'
+              END,
+       json_object('series', tag, 'peak_step', peak_step, 'peak', hi, 'first', first_value, 'last', last_value,
+                   'warmup_fraction', 1.0 * (peak_step - first_step) / (last_step - first_step),
+                   'still_rising', peak_step = last_step, 'planned', (SELECT planned FROM ended)),
+       'A warmup (or a whole schedule) sized for many more steps than the run took: a warmup in epochs or samples where steps were meant, max_steps from another dataset size, or a run stopped long before its planned end.',
+       'Size the warmup and the decay from the steps this run will take (1-5% warmup is usual), or let the run go on to its planned end; results from a run that never left its warmup are not its schedule''s.'
+FROM floor
+WHERE hi > 0 AND last_step > first_step AND n >= 5
+  AND first_value <= :warmup_start * hi AND last_value >= :at_peak * hi
+  AND 1.0 * (peak_step - first_step) / (last_step - first_step) >= :long_warmup
+  -- (ended is computed only for the rare LR curve that got this far)
+  AND (peak_step = last_step OR last_value < hi OR (SELECT planned FROM ended) IS NOT NULL)
+  AND (SELECT over FROM ended)
 UNION ALL
 SELECT series_id, peak_step, first_step, peak_step, 'info',
        tag || ' warms up until step ' || peak_step || ', ' ||

@@ -1,7 +1,7 @@
 -- id: overfitting
--- title: Overfitting: validation loss rising while training loss falls
+-- title: Overfitting: validation getting worse while training loss falls
 -- severity: warning
--- roles: train_loss, val_loss
+-- roles: train_loss
 -- inhibited_by: non_finite_loss
 -- cause: The model is memorizing the training set: too much capacity or too many epochs for
 --   the data, too little regularization, or validation data that differs from training data.
@@ -18,13 +18,18 @@
 -- param noise_k_trend = 1.5: the same where validation's rise since the best is a trend (z >=
 --   val_z): the best of many noisy evaluations sits a sd or two low by selection, which a
 --   trend does not explain
+--
+-- Validation is a loss (lower is better) or a score where higher is better (val_acc, and
+-- val_metric: mIoU, mAP, F1); a score is read negated, so "best" is its maximum and "rising"
+-- means falling. Thresholds stay relative to the best's size.
 WITH val AS (
-  SELECT series_id, tag, step, value FROM role_points
-  WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
+  SELECT series_id, tag, role, step, CASE WHEN role = 'val_loss' THEN value ELSE -value END AS value
+  FROM role_points
+  WHERE run_id = :run_id AND role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0
 ), best AS MATERIALIZED (
-  SELECT series_id, tag, tw_best(step, value, 0) AS j, count(*) AS n FROM val GROUP BY series_id
+  SELECT series_id, tag, role, tw_best(step, value, 0) AS j, count(*) AS n FROM val GROUP BY series_id
 ), b AS (
-  SELECT series_id, tag, n, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
+  SELECT series_id, tag, role, n, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
          json_extract(j, '$.last') AS last, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.since_points') AS evals_after
   FROM best
@@ -43,17 +48,24 @@ WITH val AS (
   FROM b WHERE evals_after >= :min_evals
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
-       tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step || ' to ' ||
-         printf('%.4g', last) || ' (+' || printf('%.0f', 100 * (last / best - 1)) || '%) over ' || evals_after ||
+       CASE WHEN role = 'val_loss'
+         THEN tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step || ' to ' ||
+              printf('%.4g', last) || ' (+' || printf('%.0f', 100 * (last / best - 1)) || '%)'
+         ELSE tag || ' (higher is better) has fallen from its best ' || printf('%.4g', -best) || ' at step ' ||
+              best_step || ' to ' || printf('%.4g', -last) || ' (' || printf('%.0f', 100 * (best - last) / best) || '%)'
+       END || ' over ' || evals_after ||
          ' evaluations, while the training loss (' || train_tag || ') kept falling (' ||
          printf('%.4g', json_extract(tj, '$.start')) || ' to ' || printf('%.4g', json_extract(tj, '$.end')) ||
          '). The best checkpoint is the one at step ' || best_step || '.' AS message,
-       json_object('series', tag, 'best_val_step', best_step, 'best_val', best, 'last_val', last,
+       json_object('series', tag, 'role', role, 'higher_is_better', role != 'val_loss',
+                   'best_val_step', best_step, 'best_val', abs(best), 'last_val', abs(last),
                    'evaluations_after_best', evals_after, 'train_series', train_tag,
                    'train_trend_z', json_extract(tj, '$.mk_z'), 'train_start', json_extract(tj, '$.start'),
                    'train_end', json_extract(tj, '$.end'), 'val_trend_z', val_z, 'val_noise_sd', val_sd) AS evidence
 FROM after
-WHERE best > 0 AND last >= best * (1 + :min_rise) AND med_after >= best * (1 + :min_rise / 2)
+-- (Values are negated scores for a metric: the rise over the best is measured against its size.)
+WHERE best != 0 AND (role = 'val_loss') = (best > 0)
+  AND last - best >= abs(best) * :min_rise AND med_after - best >= abs(best) * :min_rise / 2
   AND json_extract(tj, '$.mk_z') <= :train_z
   AND (val_z >= :val_z OR (evals_after <= 5 AND falls = 0))
   AND med_after - best >= CASE WHEN val_z >= :val_z THEN :noise_k_trend ELSE :noise_k END * COALESCE(val_sd, 0)
