@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <initializer_list>
 #include <set>
 
 namespace tw::diagnose {
@@ -11,25 +10,83 @@ namespace tw::diagnose {
 namespace {
 
 using Tokens = std::set<std::string>;
+using Words = std::vector<const char*>;
 
-bool Any(const Tokens& t, std::initializer_list<const char*> words) {
-  for (const char* w : words)
-    if (t.count(w)) return true;
-  return false;
-}
+// Each family of words is written once: it both decides a guess and explains it.
+const Words kValWords = {"val", "valid", "validation", "eval", "evaluation", "dev", "holdout", "heldout"};
+const Words kTestWords = {"test", "testing"};
+const Words kTrainWords = {"train", "training", "trn", "batch"};
+// "losses/" alone is a group (CleanRL logs losses/entropy, losses/approx_kl), not a loss.
+const Words kLossWords = {"loss", "nll", "ce", "xent", "crossentropy", "bce", "mse", "mae", "l1",
+                          "l2", "rmse", "huber", "cost"};
+const Words kErrorWords = {"ppl", "perplexity", "wer", "cer", "err", "error"};
+// Not something to minimise: a loss scale or weight, a maximised ELBO, a reward, a norm (an
+// l2_norm is no L2 loss), a temperature term, which rises in healthy runs.
+const Words kNotLossWords = {"scale", "scaler", "coef", "coeff", "coefficient", "weight", "elbo",
+                             "reward", "rewards", "return", "returns", "count", "nonzero", "norm",
+                             "alpha", "temperature"};
+// A GAN's players: the discriminator's loss rises towards its equilibrium (2 ln 2) as the
+// generator improves, so neither is a loss the run drives down.
+const Words kAdversarialWords = {"d", "g", "disc", "discriminator", "gen", "generator",
+                                 "adversarial", "adv", "gan"};
+const Words kClassificationWords = {"cls", "class", "classification", "clf"};
+const Words kTotalWords = {"total", "overall", "sum", "combined", "full"};
+const Words kSmoothedWords = {"avg", "average", "mean", "ema", "smooth", "smoothed", "running", "epoch"};
+const Words kAccuracyWords = {"acc", "accuracy", "accuracies", "top1", "top5", "aacc", "macc"};
+const Words kScoreWords = {"iou", "miou", "map", "ap", "f1", "fscore", "f1score", "auc", "auroc",
+                           "bleu", "rouge", "rouge1", "rouge2", "rougel", "dice", "mrr", "ndcg",
+                           "psnr", "ssim", "meteor", "em", "kappa", "mcc", "r2", "matthews",
+                           "pearson", "spearman", "correlation", "fitness"};
+const Words kBucketWords = {"ap50", "ap75", "aps", "apm", "apl", "map50", "map75"};
+const Words kPrecisionWords = {"precision", "recall"};
+const Words kHeadlineWords = {"iou", "miou", "map", "ap", "f1", "bbox", "segm", "box", "mask"};
+const Words kClipWords = {"threshold", "thresh", "max", "value"};
+const Words kLrWords = {"lr", "learningrate"};
+const Words kGradWords = {"grad", "grads", "gradient", "gradients"};
+const Words kNormWords = {"norm", "norms", "l2norm"};
+const Words kLayerWords = {"layer", "layers", "weight", "weights", "bias", "conv", "fc", "linear",
+                           "attn", "attention", "mlp", "encoder", "decoder", "embed", "embedding",
+                           "embeddings", "head", "block", "blocks", "neuron", "first", "last"};
+const Words kGlobalWords = {"total", "global", "all"};
+const Words kParamWords = {"weight", "weights", "param", "params", "parameter", "parameters"};
+const Words kPerStepWords = {"step", "iter", "iteration", "batch", "update", "it"};
+const Words kSecondWords = {"sec", "second", "s"};
+const Words kCountedWords = {"samples", "tokens", "images", "img", "imgs", "steps", "it", "iters", "examples"};
+const Words kThroughputWords = {"fps", "sps", "ups", "wps", "tps", "throughput"};
+const Words kTimeWords = {"time", "timing", "duration", "latency"};
+const Words kTimeUnitWords = {"ms", "msec", "sec", "secs", "seconds", "s"};
+const Words kStepPartWords = {"step", "iter", "iteration", "it", "batch", "data", "dataloader",
+                              "forward", "backward", "fwd", "bwd", "update"};
+const Words kEfficiencyWords = {"flops", "tflops", "mfu"};
+// A clock, an ETA or a whole run's duration is not the time of one step.
+const Words kClockWords = {"eta", "total", "runtime", "wall", "clock", "elapsed", "cumulative",
+                           "since", "start", "end", "remaining", "left", "timestamp", "stamp", "date"};
+const Words kMemoryWords = {"mem", "memory", "rss", "vram", "allocated", "reserved", "maxrss"};
+// Not memory in use: a bus's load, free or available memory (the complement), a count of
+// allocations or retries.
+const Words kNotMemoryWords = {"util", "utilization", "bandwidth", "clock", "temp", "power", "free",
+                               "available", "avail", "count", "retries"};
+const Words kMemoryUnitWords = {"mb", "gb", "gib", "mib", "kb", "bytes", "allocatedbytes", "percent"};
+const Words kInUseWords = {"allocated", "reserved", "used", "usage", "rss"};
 
-std::string Joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
-}
-
-// The tokens of `t` that decided a guess, for `trainwatch roles`.
-std::string Because(const Tokens& t, std::initializer_list<const char*> words) {
+// The words of `words` among the tokens, in the list's order.
+std::vector<std::string> Hits(const Tokens& t, const Words& words) {
   std::vector<std::string> hit;
   for (const char* w : words)
     if (t.count(w)) hit.push_back(w);
-  return Joined(hit);
+  return hit;
+}
+bool Any(const Tokens& t, const Words& words) {
+  return std::any_of(words.begin(), words.end(), [&t](const char* w) { return t.count(w) > 0; });
+}
+bool In(const std::string& word, const Words& words) {
+  return std::any_of(words.begin(), words.end(), [&word](const char* w) { return word == w; });
+}
+// The tokens that decided a guess, for `trainwatch roles`.
+std::string Because(const Tokens& t, const Words& words) {
+  std::string out;
+  for (const auto& w : Hits(t, words)) out += (out.empty() ? "" : ", ") + w;
+  return out;
 }
 
 // Words that say nothing about what a series is, only how it was grouped or averaged.
@@ -43,15 +100,35 @@ bool Generic(const std::string& w) {
   return kGeneric.count(w) > 0 || std::all_of(w.begin(), w.end(), ::isdigit);
 }
 
+// The runs of letters and digits between punctuation, as written, each with the character
+// after it ('\0' at the end).
+struct Segment {
+  std::string text;
+  char next;
+};
+std::vector<Segment> Segments(const std::string& tag) {
+  std::vector<Segment> out;
+  for (size_t i = 0; i < tag.size();) {
+    while (i < tag.size() && !std::isalnum(static_cast<unsigned char>(tag[i]))) ++i;
+    size_t j = i;
+    while (j < tag.size() && std::isalnum(static_cast<unsigned char>(tag[j]))) ++j;
+    if (j > i) out.push_back({tag.substr(i, j - i), j < tag.size() ? tag[j] : '\0'});
+    i = j;
+  }
+  return out;
+}
+
+std::string Lower(std::string w) {
+  for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return w;
+}
+
 enum class Phase { kNone, kTrain, kVal, kTest };
 
 Phase PhaseOf(const Tokens& t, bool validation_run) {
-  const bool val = Any(t, {"val", "valid", "validation", "eval", "evaluation", "dev", "holdout", "heldout"});
-  const bool test = Any(t, {"test", "testing"});
-  const bool train = Any(t, {"train", "training", "trn", "batch"});
-  if (val) return Phase::kVal;   // "train/val_loss": the more specific word wins
-  if (test) return Phase::kTest;
-  if (train) return Phase::kTrain;
+  if (Any(t, kValWords)) return Phase::kVal;  // "train/val_loss": the more specific word wins
+  if (Any(t, kTestWords)) return Phase::kTest;
+  if (Any(t, kTrainWords)) return Phase::kTrain;
   return validation_run ? Phase::kVal : Phase::kNone;
 }
 
@@ -61,43 +138,26 @@ double PhaseBonus(Phase p, bool validation_run) {
   return p == Phase::kVal ? 0.1 : p == Phase::kTest ? 0.05 : p == Phase::kTrain ? 0.1 : 0;
 }
 
-// Among tags of one role, the plainer name: 0.02 per punctuation-delimited segment past two.
-double Verbosity(const std::string& tag) {
-  int segments = 0;
-  bool in = false;
-  for (unsigned char c : tag) {
-    const bool alnum = std::isalnum(c) != 0;
-    if (alnum && !in) ++segments;
-    in = alnum;
-  }
-  return std::min(0.1, 0.02 * std::max(0, segments - 2));
-}
-
 // What the punctuation says: the first segment (often a group: "time/batch" is a counter in
-// the group time), whether a whole segment is an index ("layers.3"), the word after "per".
+// the group time), whether a whole segment is an index ("layers.3"), the word after "per",
+// and how plain the name is (among tags of one role the plainer wins: 0.02 per segment past
+// two).
 struct NameShape {
   std::string group;
   bool indexed = false;
   std::string after_per;
+  double verbosity = 0;
 };
 
 NameShape ShapeOfName(const std::string& tag, const std::vector<std::string>& words) {
   NameShape n;
-  size_t i = 0;
-  int segment = 0;
-  while (i < tag.size()) {
-    while (i < tag.size() && !std::isalnum(static_cast<unsigned char>(tag[i]))) ++i;
-    size_t j = i;
-    while (j < tag.size() && std::isalnum(static_cast<unsigned char>(tag[j]))) ++j;
-    if (j == i) break;
-    std::string seg = tag.substr(i, j - i);
-    for (char& c : seg) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (segment++ == 0 && j < tag.size() && tag[j] == '/') n.group = seg;
-    if (std::all_of(seg.begin(), seg.end(), ::isdigit)) n.indexed = true;
-    i = j;
-  }
+  const std::vector<Segment> segments = Segments(tag);
+  if (!segments.empty() && segments[0].next == '/') n.group = Lower(segments[0].text);
+  for (const Segment& s : segments)
+    n.indexed = n.indexed || std::all_of(s.text.begin(), s.text.end(), ::isdigit);
   for (size_t k = 0; k + 1 < words.size(); ++k)
     if (words[k] == "per") n.after_per = words[k + 1];
+  n.verbosity = std::min(0.1, 0.02 * std::max(0, static_cast<int>(segments.size()) - 2));
   return n;
 }
 
@@ -109,47 +169,29 @@ void Add(std::vector<RoleGuess>* out, std::string role, double confidence, std::
 // classification term (the one tied to learning the labels) beats box/regression terms.
 bool GuessLoss(const Tokens& t, Phase phase, bool validation_run, double plain,
                std::vector<RoleGuess>* out) {
-  // "losses/" alone is a group (CleanRL logs losses/entropy, losses/approx_kl), not a loss.
-  const bool lossy = Any(t, {"loss", "nll", "ce", "xent", "crossentropy", "bce", "mse", "mae", "l1",
-                             "l2", "rmse", "huber", "cost"}) ||
-                     (t.count("cross") && t.count("entropy"));
-  const bool error = Any(t, {"ppl", "perplexity", "wer", "cer", "err", "error"});
-  if (!lossy && !error) return false;
-  // Not something to minimise: a loss scale or weight, a maximised ELBO, a reward.
-  // Not something to minimise: a loss scale or weight, a maximised ELBO, a reward, a norm (an
-  // l2_norm is no L2 loss), an entropy bonus or a temperature term, which rise in healthy runs.
-  if (Any(t, {"scale", "scaler", "coef", "coeff", "coefficient", "weight", "elbo", "reward",
-              "rewards", "return", "returns", "count", "nonzero", "norm", "alpha", "temperature"}) ||
-      (t.count("entropy") && !t.count("cross")))
-    return true;
-  // A GAN's players: the discriminator's loss rises towards its equilibrium (2 ln 2) as the
-  // generator improves, so neither is a loss the run drives down.
-  if (Any(t, {"d", "g", "disc", "discriminator", "gen", "generator", "adversarial", "adv", "gan"}))
+  const bool lossy = Any(t, kLossWords) || (t.count("cross") && t.count("entropy"));
+  if (!lossy && !Any(t, kErrorWords)) return false;
+  // An entropy bonus (not a cross-entropy) rises as a policy sharpens.
+  if (Any(t, kNotLossWords) || Any(t, kAdversarialWords) || (t.count("entropy") && !t.count("cross")))
     return true;
   // Error rates and perplexity are measured on held-out data unless the tag says train.
   const bool val = phase == Phase::kVal || phase == Phase::kTest || (!lossy && phase == Phase::kNone);
   const std::string role = val ? "val_loss" : "train_loss";
   if (!lossy) {  // perplexity, error rates: a stand-in when no loss is logged
     Add(out, role, 0.45 + PhaseBonus(phase, validation_run) - plain,
-        "an error or perplexity (" + Because(t, {"ppl", "perplexity", "wer", "cer", "err", "error"}) +
-            "), lower is better");
+        "an error or perplexity (" + Because(t, kErrorWords) + "), lower is better");
     return true;
   }
   bool component = false;
   for (const auto& w : t)
-    if (w.size() > 1 && !Generic(w) && !Any({w}, {"nll", "ce", "xent", "crossentropy", "cross", "entropy", "bce",
-                                  "mse", "mae", "l1", "l2", "rmse", "huber", "cost"}))
+    if (w.size() > 1 && !Generic(w) && !In(w, kLossWords) && w != "cross" && w != "entropy")
       component = true;
-  const bool classification = Any(t, {"cls", "class", "classification", "clf"});
-  const bool total = Any(t, {"total", "overall", "sum", "combined", "full"});
-  const bool smoothed = Any(t, {"avg", "average", "mean", "ema", "smooth", "smoothed", "running", "epoch"});
+  const bool total = Any(t, kTotalWords);
   double c = 0.75 + PhaseBonus(phase, validation_run) - plain;
   if (total) c += 0.1;
-  else if (component) c -= classification ? 0.1 : 0.15;
-  if (smoothed) c -= 0.05;
-  std::string why = std::string(val ? "a validation" : "a training") + " loss (" +
-                    Because(t, {"loss", "nll", "ce", "xent", "crossentropy", "bce", "mse", "mae",
-                                "l1", "l2", "rmse", "huber", "cost"});
+  else if (component) c -= Any(t, kClassificationWords) ? 0.1 : 0.15;
+  if (Any(t, kSmoothedWords)) c -= 0.05;
+  std::string why = std::string(val ? "a validation" : "a training") + " loss (" + Because(t, kLossWords);
   why += phase == Phase::kNone ? "; no phase named, so training" : "";
   why += total ? "; a total" : component ? "; a component" : "";
   Add(out, role, c, why + "), lower is better");
@@ -158,12 +200,11 @@ bool GuessLoss(const Tokens& t, Phase phase, bool validation_run, double plain,
 
 bool GuessAccuracy(const Tokens& t, Phase phase, bool validation_run, double plain,
                    std::vector<RoleGuess>* out) {
-  if (!Any(t, {"acc", "accuracy", "accuracies", "top1", "top5", "aacc", "macc"})) return false;
+  if (!Any(t, kAccuracyWords)) return false;
   const bool val = phase == Phase::kVal || phase == Phase::kTest;
   Add(out, val ? "val_acc" : "train_acc",
       (phase == Phase::kNone ? 0.55 : 0.75) + PhaseBonus(phase, validation_run) - plain,
-      std::string(val ? "a validation" : "a training") + " accuracy (" +
-          Because(t, {"acc", "accuracy", "top1", "top5", "aacc", "macc"}) +
+      std::string(val ? "a validation" : "a training") + " accuracy (" + Because(t, kAccuracyWords) +
           (phase == Phase::kNone ? "; no phase named, so training" : "") + "), higher is better");
   return true;
 }
@@ -171,57 +212,46 @@ bool GuessAccuracy(const Tokens& t, Phase phase, bool validation_run, double pla
 // Scores where higher is better. They are computed on held-out data unless the tag says train.
 bool GuessScore(const Tokens& t, Phase phase, bool validation_run, double plain,
                 std::vector<RoleGuess>* out) {
-  const bool primary = Any(t, {"iou", "miou", "map", "ap", "f1", "fscore", "f1score", "auc", "auroc",
-                               "bleu", "rouge", "rouge1", "rouge2", "rougel", "dice", "mrr", "ndcg",
-                               "psnr", "ssim", "meteor", "em", "kappa", "mcc", "r2", "matthews",
-                               "pearson", "spearman", "correlation", "fitness"}) ||
-                       (t.count("exact") && t.count("match"));
-  const bool bucket = Any(t, {"ap50", "ap75", "aps", "apm", "apl", "map50", "map75"});
-  const bool pr = Any(t, {"precision", "recall"});
-  if (!primary && !bucket && !pr) return false;
+  const bool primary = Any(t, kScoreWords) || (t.count("exact") && t.count("match"));
+  const bool bucket = Any(t, kBucketWords);
+  if (!primary && !bucket && !Any(t, kPrecisionWords)) return false;
   if (phase == Phase::kTrain) return true;  // a training mAP says nothing about generalization
   double c = (primary ? 0.75 : bucket ? 0.65 : 0.55) + PhaseBonus(phase, validation_run) - plain;
   // A per-class or per-size bucket ("bbox/AP-person", "APl", "mAP50") is not the headline score.
   for (const auto& w : t)
-    if (!Generic(w) && !Any({w}, {"iou", "miou", "map", "ap", "f1", "bbox", "segm", "box", "mask"}))
-      c -= 0.02;
-  Add(out, "val_metric", c,
-      "a validation score (" +
-          Because(t, {"iou", "miou", "map", "ap", "f1", "fscore", "auc", "auroc", "bleu", "rouge",
-                      "rougel", "dice", "mrr", "ndcg", "psnr", "ssim", "em", "ap50", "ap75", "aps",
-                      "apm", "apl", "map50", "map75", "precision", "recall"}) +
-          "), higher is better");
+    if (!Generic(w) && !In(w, kHeadlineWords)) c -= 0.02;
+  std::string why = Because(t, kScoreWords);
+  for (const Words* more : {&kBucketWords, &kPrecisionWords})
+    if (const std::string b = Because(t, *more); !b.empty()) why += (why.empty() ? "" : ", ") + b;
+  Add(out, "val_metric", c, "a validation score (" + why + "), higher is better");
   return true;
 }
 
-bool GuessOptimizer(const Tokens& t, const NameShape& name, double plain, std::vector<RoleGuess>* out) {
-  if (t.count("clip") && Any(t, {"threshold", "thresh", "max", "value"})) {
-    Add(out, "clip_threshold", 0.7 - plain, "a clip threshold (" + Because(t, {"clip", "threshold", "thresh", "max", "value"}) + ")");
+bool GuessOptimizer(const Tokens& t, const NameShape& name, std::vector<RoleGuess>* out) {
+  const double plain = name.verbosity;
+  if (t.count("clip") && Any(t, kClipWords)) {
+    Add(out, "clip_threshold", 0.7 - plain, "a clip threshold (clip, " + Because(t, kClipWords) + ")");
     return true;
   }
-  if (t.count("lr") || (t.count("learning") && t.count("rate")) || t.count("learningrate")) {
-    Add(out, "lr", 0.8 - plain, "a learning rate (" + Because(t, {"lr", "learning", "rate", "learningrate"}) + ")");
+  if (Any(t, kLrWords) || (t.count("learning") && t.count("rate"))) {
+    Add(out, "lr", 0.8 - plain, "a learning rate");
     return true;
   }
-  const bool grad = Any(t, {"grad", "grads", "gradient", "gradients"});
-  const bool norm = Any(t, {"norm", "norms", "l2norm"});
+  const bool grad = Any(t, kGradWords);
+  const bool norm = Any(t, kNormWords);
   if (t.count("gnorm") || (grad && norm)) {
     // A layer's norm (a module name or an index in the tag) stands in for the global one only
     // when the run logs no global norm.
-    bool layer = Any(t, {"layer", "layers", "weight", "weights", "bias", "conv", "fc", "linear",
-                         "attn", "attention", "mlp", "encoder", "decoder", "embed", "embedding",
-                         "embeddings", "head", "block", "blocks", "neuron", "first", "last"});
-    if (layer || name.indexed) {
-      Add(out, "grad_norm_layer", 0.7 - plain, "a per-layer gradient norm (" + Because(t, {"grad", "grads", "gradient", "gradients", "norm", "layer"}) + ")");
+    if (Any(t, kLayerWords) || name.indexed) {
+      Add(out, "grad_norm_layer", 0.7 - plain, "a per-layer gradient norm");
       Add(out, "grad_norm", 0.35 - plain, "a layer's gradient norm, standing in for a global one");
     } else {
-      Add(out, "grad_norm", 0.8 + (Any(t, {"total", "global", "all"}) ? 0.05 : 0) - plain,
-          "a gradient norm (" + Because(t, {"grad", "grads", "gradient", "gradients", "gnorm", "norm", "global", "total"}) + ")");
+      Add(out, "grad_norm", 0.8 + (Any(t, kGlobalWords) ? 0.05 : 0) - plain, "a gradient norm");
     }
     return true;
   }
-  if (norm && Any(t, {"weight", "weights", "param", "params", "parameter", "parameters"})) {
-    Add(out, "weight_norm", 0.75 - plain, "a weight norm (" + Because(t, {"weight", "weights", "param", "params", "parameter", "parameters", "norm"}) + ")");
+  if (norm && Any(t, kParamWords)) {
+    Add(out, "weight_norm", 0.75 - plain, "a weight norm (" + Because(t, kParamWords) + ")");
     return true;
   }
   if (t.count("update") && (t.count("ratio") || (t.count("to") && t.count("weight")))) {
@@ -231,52 +261,41 @@ bool GuessOptimizer(const Tokens& t, const NameShape& name, double plain, std::v
   return false;
 }
 
-bool GuessSpeed(const Tokens& t, const NameShape& name, Phase phase, double plain,
-                std::vector<RoleGuess>* out) {
-  const bool per_step_word = Any(Tokens{name.after_per}, {"step", "iter", "iteration", "batch", "update", "it"});
-  const bool per_second = (!name.after_per.empty() && !per_step_word &&
-                           Any(Tokens{name.after_per}, {"sec", "second", "s"})) ||
-                          (name.after_per.empty() &&
-                           Any(t, {"samples", "tokens", "images", "img", "imgs", "steps", "it", "iters", "examples"}) &&
-                           Any(t, {"s", "sec", "second"}));
-  const bool speedy = Any(t, {"fps", "sps", "ups", "wps", "tps", "throughput"}) || per_second;
-  const bool timeish = Any(t, {"time", "timing", "duration", "latency"});
-  const bool unit = Any(t, {"ms", "msec", "sec", "secs", "seconds", "s"});
-  const bool per_step = per_step_word || Any(t, {"step", "iter", "iteration", "it", "batch", "data", "dataloader",
-                                                 "forward", "backward", "fwd", "bwd", "update"});
+bool GuessSpeed(const Tokens& t, const NameShape& name, Phase phase, std::vector<RoleGuess>* out) {
+  const double plain = name.verbosity;
+  const bool per_step_word = In(name.after_per, kPerStepWords);
+  const bool per_second = name.after_per.empty()
+                              ? Any(t, kCountedWords) && Any(t, kSecondWords)
+                              : !per_step_word && In(name.after_per, kSecondWords);
+  const bool speedy = Any(t, kThroughputWords) || per_second;
+  const bool timeish = Any(t, kTimeWords);
+  const bool unit = Any(t, kTimeUnitWords);
+  const bool per_step = per_step_word || Any(t, kStepPartWords);
   if (!speedy && !timeish && !(unit && per_step)) return false;
   // An evaluation's speed is not training's; a hardware efficiency (FLOP/s, MFU) is no step rate.
-  if (phase == Phase::kVal || phase == Phase::kTest || Any(t, {"flops", "tflops", "mfu"})) return true;
+  if (phase == Phase::kVal || phase == Phase::kTest || Any(t, kEfficiencyWords)) return true;
   // "time/batch", "time/iterations": counters filed under a group named time.
   if (!speedy && name.group == "time" && !unit && !Any(t, {"duration", "latency", "timing"}))
     return true;
   if (speedy) {
-    Add(out, "steps_per_sec", 0.7 - plain, "a throughput (" + Because(t, {"fps", "sps", "ups", "wps", "tps", "throughput", "per", "sec", "second", "s"}) + ")");
+    Add(out, "steps_per_sec", 0.7 - plain, "a throughput (" + Because(t, kThroughputWords) +
+                                               (per_second ? " per second" : "") + ")");
     return true;
   }
-  // A clock, an ETA or a whole run's duration is not the time of one step.
-  if (Any(t, {"eta", "total", "runtime", "wall", "clock", "elapsed", "cumulative", "since", "start",
-              "end", "remaining", "left", "timestamp", "stamp", "date"}))
-    return true;
+  if (Any(t, kClockWords)) return true;
   Add(out, "step_time", (per_step ? 0.8 : 0.65) - plain,
-      "a time per step (" + Because(t, {"time", "timing", "duration", "latency", "step", "iter", "iteration", "batch", "data", "ms", "s", "sec"}) + ")");
+      "a time per step (" + Because(t, kTimeWords) + (unit ? " in " + Because(t, kTimeUnitWords) : "") + ")");
   return true;
 }
 
 bool GuessMemory(const Tokens& t, double plain, std::vector<RoleGuess>* out) {
-  if (!Any(t, {"mem", "memory", "rss", "vram", "allocated", "reserved", "maxrss"})) return false;
-  // Not memory in use: a bus's load, free or available memory (the complement), a count of
-  // allocations or retries.
-  if (Any(t, {"util", "utilization", "bandwidth", "clock", "temp", "power", "free", "available",
-              "avail", "count", "retries"}))
-    return true;
-  const bool units = Any(t, {"mb", "gb", "gib", "mib", "kb", "bytes", "allocatedbytes", "percent"});
+  if (!Any(t, kMemoryWords)) return false;
+  if (Any(t, kNotMemoryWords)) return true;
+  const bool units = Any(t, kMemoryUnitWords);
   // W&B's system/gpu.N.memory is the share of time the memory was busy, not memory in use.
-  if (t.count("gpu") && t.count("system") && !units &&
-      !Any(t, {"allocated", "reserved", "used", "usage", "rss"}))
-    return true;
+  if (t.count("gpu") && t.count("system") && !units && !Any(t, kInUseWords)) return true;
   Add(out, "memory", (units ? 0.75 : 0.7) - plain,
-      "memory in use (" + Because(t, {"mem", "memory", "rss", "vram", "allocated", "reserved", "mb", "gb", "bytes", "percent"}) + ")");
+      "memory in use (" + Because(t, kMemoryWords) + (units ? " in " + Because(t, kMemoryUnitWords) : "") + ")");
   return true;
 }
 
@@ -290,17 +309,12 @@ int RoleDirection(const std::string& role) {
 
 std::vector<std::string> TagTokens(const std::string& tag) {
   std::vector<std::string> out;
-  auto add = [&out](std::string w) {
-    for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!w.empty() && std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+  auto add = [&out](const std::string& w) {
+    std::string low = Lower(w);
+    if (!low.empty() && std::find(out.begin(), out.end(), low) == out.end()) out.push_back(std::move(low));
   };
-  size_t i = 0;
-  while (i < tag.size()) {
-    while (i < tag.size() && !std::isalnum(static_cast<unsigned char>(tag[i]))) ++i;
-    size_t j = i;
-    while (j < tag.size() && std::isalnum(static_cast<unsigned char>(tag[j]))) ++j;
-    if (j == i) break;
-    const std::string seg = tag.substr(i, j - i);
+  for (const Segment& segment : Segments(tag)) {
+    const std::string& seg = segment.text;
     add(seg);
     // Letter/digit borders only ("mAP50" -> map, 50), then camelCase humps too.
     for (int camel = 0; camel < 2; ++camel) {
@@ -319,7 +333,6 @@ std::vector<std::string> TagTokens(const std::string& tag) {
         }
       }
     }
-    i = j;
   }
   return out;
 }
@@ -328,19 +341,19 @@ std::vector<RoleGuess> GuessRoles(const std::string& tag, bool validation_run) {
   const std::vector<std::string> words = TagTokens(tag);
   const Tokens t(words.begin(), words.end());
   const Phase phase = PhaseOf(t, validation_run);
-  const double plain = Verbosity(tag);
   const NameShape name = ShapeOfName(tag, words);
   std::vector<RoleGuess> out;
-  // Order matters: "lr_loss_scale" is no loss, "grad_norm_time" no gradient norm; the first
-  // family a name belongs to decides, and a name that rules itself out ends the search.
-  if (!validation_run && (GuessOptimizer(t, name, plain, &out) || GuessSpeed(t, name, phase, plain, &out) ||
-                          GuessMemory(t, plain, &out))) {
-  } else if (GuessLoss(t, phase, validation_run, plain, &out) ||
-             GuessAccuracy(t, phase, validation_run, plain, &out) ||
-             GuessScore(t, phase, validation_run, plain, &out)) {
-  } else if (!validation_run && Any(t, {"epoch", "epochs"}) && words.size() <= 3 && name.group != "time") {
-    Add(&out, "epoch", 0.7 - plain, "an epoch counter");
-  }
+  // Order matters: "lr_loss_scale" is no loss, "grad_norm_time" no gradient norm. The first
+  // family a name belongs to decides, and a name that rules itself out ends the search. A
+  // validation sibling's series are about validation: no optimizer, speed or memory there.
+  const bool decided =
+      (!validation_run && (GuessOptimizer(t, name, &out) || GuessSpeed(t, name, phase, &out) ||
+                           GuessMemory(t, name.verbosity, &out))) ||
+      GuessLoss(t, phase, validation_run, name.verbosity, &out) ||
+      GuessAccuracy(t, phase, validation_run, name.verbosity, &out) ||
+      GuessScore(t, phase, validation_run, name.verbosity, &out);
+  if (!decided && !validation_run && Any(t, {"epoch", "epochs"}) && words.size() <= 3 && name.group != "time")
+    Add(&out, "epoch", 0.7 - name.verbosity, "an epoch counter");
   std::stable_sort(out.begin(), out.end(),
                    [](const RoleGuess& a, const RoleGuess& b) { return a.confidence > b.confidence; });
   return out;
