@@ -15,95 +15,41 @@
 #include "diagnose/engine.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
-#include "support/event_writer.h"
+#include "support/diagnose_fixture.h"
 #include "support/test_env.h"
 
 namespace tw::diagnose {
 namespace {
 
-using testing::EventFileWriter;
-using testing::SimpleScalarEvent;
+using testing::Curve;
+using testing::Tag;
 
-constexpr double kT0 = 1.7e9;
-constexpr double kDt = 0.5;
+constexpr double kT0 = testing::kRunT0;
+constexpr double kDt = testing::kRunDt;
 
-using Curve = std::function<double(int64_t step)>;
-struct Tag {
-  std::string name;
-  Curve f;
-  int every = 1;
-};
-
-std::string SickDir() {
-  const char* env = std::getenv("TW_CORPUS_SICK_DIR");
-  const std::string dir = env ? env : TW_CORPUS_SICK_DIR;
-  std::error_code ec;
-  return std::filesystem::is_directory(dir, ec) ? std::filesystem::canonical(dir).native() : "";
-}
-
-class RealWorldTest : public ::testing::Test {
+// Lookups match runs by a part of their name: real runs have long paths.
+class RealWorldTest : public testing::DiagnoseFixture {
  protected:
-  testing::TempDir dir_;
   std::mt19937 rng_{7};
-
-  std::string Root() const { return dir_ / "logs"; }
-  std::string Db() const { return dir_ / "tw.db"; }
 
   double Noise(double sd) { return std::exp(std::normal_distribution<double>(0, sd)(rng_)); }
 
-  void WriteRun(const std::string& run, int64_t steps, const std::vector<Tag>& tags,
-                const std::vector<std::string>& extra_events = {}, double dt = kDt) {
-    EventFileWriter w(Root() + "/" + run + "/" + testing::EventFileName(1700000000, "host", 1, 0));
-    w.Add(testing::FileVersionEvent(kT0));
-    for (const auto& e : extra_events) w.Add(e);
-    for (int64_t s = 0; s < steps; ++s)
-      for (const auto& t : tags)
-        if (s % t.every == 0) w.Add(SimpleScalarEvent(t.name, s, kT0 + s * dt, static_cast<float>(t.f(s))));
-    w.Flush();
-  }
-
   // Ingests `paths` (default: the generated logdir) and evaluates every rule as of an hour
   // after the last point (finished history: no stale-run question).
-  Evaluation Evaluate(EngineOptions options = {}, std::vector<std::string> paths = {}) {
-    if (paths.empty()) paths = {Root()};
-    {
-      Result<std::unique_ptr<store::Store>> store = store::Store::Open(Db());
-      EXPECT_TRUE(store.ok()) << store.status().message();
-      if (!store.ok()) return {};
-      ingest::Summary summary;
-      EXPECT_TRUE(ingest::IngestPaths(**store, paths, {}, &summary).ok());
-    }
-    Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), std::move(options));
-    EXPECT_TRUE(engine.ok()) << engine.status().message();
-    if (!engine.ok()) return {};
-    EXPECT_TRUE((*engine)->load_errors().empty()) << (*engine)->load_errors().front();
-    Result<store::Stmt> last = (*engine)->db().Prepare("SELECT max(wall_time) FROM scalars");
-    EXPECT_TRUE(last.ok() && *last->Step());
-    Result<Evaluation> ev = (*engine)->Evaluate(nullptr, last->Real(0) + 3600);
-    EXPECT_TRUE(ev.ok()) << ev.status().message();
-    for (const auto& e : ev->errors) ADD_FAILURE() << e;
-    return std::move(*ev);
+  Evaluation Evaluate(EngineOptions options = {}, const std::vector<std::string>& paths = {}) {
+    Ingest(paths);
+    return EvaluateStore(std::move(options), std::nullopt);
   }
-
-  // The unmuted observations of `rule` on runs whose name contains `run`.
   static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule, const std::string& run) {
-    std::vector<Observation> out;
-    for (const auto& o : ev.observations)
-      if (o.rule == rule && o.run.find(run) != std::string::npos && o.muted_by.empty()) out.push_back(o);
-    return out;
+    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
   }
-  // Warnings or worse on runs whose name contains `run`.
   static std::vector<std::string> Alarms(const Evaluation& ev, const std::string& run) {
-    std::vector<std::string> out;
-    for (const auto& o : ev.observations)
-      if (o.run.find(run) != std::string::npos && o.muted_by.empty() && o.severity >= Severity::kWarning)
-        out.push_back(o.rule + " on " + o.series + ": " + o.message);
-    return out;
+    return DiagnoseFixture::Alarms(ev, run, /*containing=*/true);
   }
 };
 
 #define REQUIRE_SICK_CORPUS()                                                      \
-  const std::string sick = SickDir();                                             \
+  const std::string sick = testing::CorpusSickDir();                              \
   if (sick.empty()) GTEST_SKIP() << "../shared/corpus-sick not found"
 
 // --- 1. A loss at chance from the first step ---------------------------------------------------
@@ -263,7 +209,7 @@ TEST_F(RealWorldTest, ConvergedFloorIsNoPlateau) {
                              {"lr", [](int64_t) { return 1e-3; }, 10}});
   std::vector<std::string> paths = {Root()};
   EngineOptions o;
-  const std::string sick = SickDir();
+  const std::string sick = testing::CorpusSickDir();
   if (!sick.empty()) {
     paths.push_back(sick + "/wandb-core-0.20/imkannadiga__flow-matching-pde/wandb-logs/FNO/wandb");
     o.roles = {{"train_loss", "training_loss", "", "test"}, {"val_loss", "evaluation_loss", "", "test"}};

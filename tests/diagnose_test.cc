@@ -17,25 +17,20 @@
 #include "diagnose/report.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
+#include "support/diagnose_fixture.h"
 #include "support/event_writer.h"
 #include "support/test_env.h"
 
 namespace tw::diagnose {
 namespace {
 
+using testing::Curve;
 using testing::EventFileWriter;
 using testing::SimpleScalarEvent;
+using testing::Tag;
 
-constexpr double kT0 = 1.7e9;  // wall time of step 0
-constexpr double kDt = 0.5;    // seconds per step
-
-using Curve = std::function<double(int64_t step)>;
-
-struct Tag {
-  std::string name;
-  Curve f;
-  int every = 1;  // log every N steps
-};
+constexpr double kT0 = testing::kRunT0;  // wall time of step 0
+constexpr double kDt = testing::kRunDt;  // seconds per step
 
 // A healthy loss: a power-law decay to 0.3 with 3% multiplicative noise.
 double Healthy(int64_t t, std::mt19937& rng) {
@@ -43,64 +38,19 @@ double Healthy(int64_t t, std::mt19937& rng) {
   return (0.3 + 2.0 * std::pow(1 + t / 200.0, -0.7)) * std::exp(noise(rng));
 }
 
-class DiagnoseTest : public ::testing::Test {
+class DiagnoseTest : public testing::DiagnoseFixture {
  protected:
-  testing::TempDir dir_;
   std::mt19937 rng_{42};
-
-  std::string Root() const { return dir_ / "logs"; }
-  std::string Db() const { return dir_ / "tw.db"; }
-
-  void WriteRun(const std::string& run, int64_t steps, const std::vector<Tag>& tags,
-                const std::vector<std::string>& extra_events = {}, double t0 = kT0) {
-    EventFileWriter w(Root() + "/" + run + "/" + testing::EventFileName(1700000000, "host", 1, 0));
-    w.Add(testing::FileVersionEvent(t0));
-    for (const auto& e : extra_events) w.Add(e);
-    for (int64_t s = 0; s < steps; ++s)
-      for (const auto& t : tags)
-        if (s % t.every == 0) w.Add(SimpleScalarEvent(t.name, s, t0 + s * kDt, static_cast<float>(t.f(s))));
-    w.Flush();
-  }
 
   Curve HealthyLoss() {
     return [this](int64_t t) { return Healthy(t, rng_); };
   }
 
-  void Ingest() {
-    Result<std::unique_ptr<store::Store>> store = store::Store::Open(Db());
-    ASSERT_TRUE(store.ok()) << store.status().message();
-    ingest::Summary summary;
-    ASSERT_TRUE(ingest::IngestPaths(**store, {Root()}, {}, &summary).ok());
-  }
-
   Evaluation Evaluate(EngineOptions options = {}, double now = kT0 + 1e6) {
     Ingest();
-    Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), std::move(options));
-    EXPECT_TRUE(engine.ok()) << engine.status().message();
-    if (!engine.ok()) return {};
-    EXPECT_TRUE((*engine)->load_errors().empty()) << (*engine)->load_errors().front();
-    Result<Evaluation> ev = (*engine)->Evaluate(nullptr, now);
-    EXPECT_TRUE(ev.ok()) << ev.status().message();
-    for (const auto& e : ev->errors) ADD_FAILURE() << e;
-    return std::move(*ev);
+    return EvaluateStore(std::move(options), now);
   }
 
-  // The unmuted observations of `rule` on `run`.
-  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule,
-                                     const std::string& run) {
-    std::vector<Observation> out;
-    for (const auto& o : ev.observations)
-      if (o.rule == rule && o.run == run && o.muted_by.empty()) out.push_back(o);
-    return out;
-  }
-  // Warnings or worse on `run` (what a healthy run must not have).
-  static std::vector<std::string> Alarms(const Evaluation& ev, const std::string& run) {
-    std::vector<std::string> out;
-    for (const auto& o : ev.observations)
-      if (o.run == run && o.muted_by.empty() && o.severity >= Severity::kWarning)
-        out.push_back(o.rule + ": " + o.message);
-    return out;
-  }
   static std::string VerdictOf(const Evaluation& ev, const std::string& run) {
     for (const auto& v : ev.verdicts)
       if (v.run == run) return v.verdict;

@@ -45,12 +45,17 @@ void AppendFile(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot append to " + path);
 }
 
-std::string CorpusDir() {
-  const char* env = std::getenv("TW_CORPUS_DIR");
-  std::string dir = env ? env : TW_CORPUS_DIR;
+namespace {
+std::string SharedDir(const char* variable, const std::string& beside_checkout) {
+  const char* env = std::getenv(variable);
+  const std::string dir = env ? env : beside_checkout;
   std::error_code ec;
   return fs::is_directory(dir, ec) ? fs::canonical(dir).native() : "";
 }
+}  // namespace
+
+std::string CorpusDir() { return SharedDir("TW_CORPUS_DIR", TW_CORPUS_DIR); }
+std::string CorpusSickDir() { return SharedDir("TW_CORPUS_SICK_DIR", TW_CORPUS_SICK_DIR); }
 
 int RunCommand(const std::string& command, std::string* output) {
   FILE* p = ::popen((command + " 2>&1").c_str(), "r");

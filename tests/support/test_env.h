@@ -24,8 +24,10 @@ std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& bytes);
 void AppendFile(const std::string& path, const std::string& bytes);
 
-// ../shared/corpus beside the checkout, or "" when it is not there.
+// ../shared/corpus beside the checkout, or "" when it is not there ($TW_CORPUS_DIR overrides).
 std::string CorpusDir();
+// ../shared/corpus-sick (real sick runs, PATHOLOGIES.md), the same way ($TW_CORPUS_SICK_DIR).
+std::string CorpusSickDir();
 
 // Runs a shell command, returns its exit status; stdout+stderr go to *output if given.
 int RunCommand(const std::string& command, std::string* output = nullptr);

@@ -1,0 +1,107 @@
+// A fixture for diagnosis tests on generated runs: a temporary logdir, runs written in PyTorch's
+// style from one curve per tag, a real store, one evaluation by the engine, and lookups of what
+// fired. Header-only test code.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diagnose/engine.h"
+#include "ingest/ingest.h"
+#include "store/store.h"
+#include "support/event_writer.h"
+#include "support/test_env.h"
+
+namespace tw::testing {
+
+inline constexpr double kRunT0 = 1.7e9;  // wall time of step 0
+inline constexpr double kRunDt = 0.5;    // seconds per step
+
+using Curve = std::function<double(int64_t step)>;
+struct Tag {
+  std::string name;
+  Curve f;
+  int every = 1;  // log every N steps
+};
+
+class DiagnoseFixture : public ::testing::Test {
+ protected:
+  TempDir dir_;
+
+  std::string Root() const { return dir_ / "logs"; }
+  std::string Db() const { return dir_ / "tw.db"; }
+
+  // One event file in Root()/run: `extra_events` first, then each tag at every `every` steps.
+  void WriteRun(const std::string& run, int64_t steps, const std::vector<Tag>& tags,
+                const std::vector<std::string>& extra_events = {}, double t0 = kRunT0) {
+    EventFileWriter w(Root() + "/" + run + "/" + EventFileName(1700000000, "host", 1, 0));
+    w.Add(FileVersionEvent(t0));
+    for (const auto& e : extra_events) w.Add(e);
+    for (int64_t s = 0; s < steps; ++s)
+      for (const auto& t : tags)
+        if (s % t.every == 0) w.Add(SimpleScalarEvent(t.name, s, t0 + s * kRunDt, static_cast<float>(t.f(s))));
+    w.Flush();
+  }
+
+  // Ingests `paths` (default: the generated logdir) into Db().
+  void Ingest(const std::vector<std::string>& paths = {}) {
+    Result<std::unique_ptr<store::Store>> store = store::Store::Open(Db());
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    ingest::Summary summary;
+    ASSERT_TRUE(ingest::IngestPaths(**store, paths.empty() ? std::vector<std::string>{Root()} : paths, {},
+                                    &summary).ok());
+  }
+
+  // Every rule once over what Db() holds, as of `now` (null: an hour after the last point,
+  // when the runs are finished history and no stale-run question arises).
+  diagnose::Evaluation EvaluateStore(diagnose::EngineOptions options, std::optional<double> now) {
+    Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(Db(), std::move(options));
+    EXPECT_TRUE(engine.ok()) << engine.status().message();
+    if (!engine.ok()) return {};
+    EXPECT_TRUE((*engine)->load_errors().empty()) << (*engine)->load_errors().front();
+    if (!now) {
+      Result<store::Stmt> last = (*engine)->db().Prepare("SELECT max(wall_time) FROM scalars");
+      EXPECT_TRUE(last.ok() && *last->Step());
+      now = last->Real(0) + 3600;
+    }
+    Result<diagnose::Evaluation> ev = (*engine)->Evaluate(nullptr, *now);
+    EXPECT_TRUE(ev.ok()) << ev.status().message();
+    if (!ev.ok()) return {};
+    for (const auto& e : ev->errors) ADD_FAILURE() << e;
+    return std::move(*ev);
+  }
+
+  // The unmuted observations of `rule` on the runs `run` names: the run itself, or with
+  // `containing`, every run whose name holds it (real runs have long paths).
+  static std::vector<diagnose::Observation> Of(const diagnose::Evaluation& ev, const std::string& rule,
+                                               const std::string& run, bool containing = false) {
+    std::vector<diagnose::Observation> out;
+    for (const auto& o : ev.observations)
+      if (o.rule == rule && Names(o.run, run, containing) && o.muted_by.empty()) out.push_back(o);
+    return out;
+  }
+  // Warnings or worse (what a healthy run must not have), as "rule: message".
+  static std::vector<std::string> Alarms(const diagnose::Evaluation& ev, const std::string& run,
+                                         bool containing = false) {
+    std::vector<std::string> out;
+    for (const auto& o : ev.observations)
+      if (Names(o.run, run, containing) && o.muted_by.empty() && o.severity >= diagnose::Severity::kWarning)
+        out.push_back(o.rule + " on " + o.series + ": " + o.message);
+    return out;
+  }
+
+ private:
+  static bool Names(const std::string& name, const std::string& run, bool containing) {
+    return containing ? name.find(run) != std::string::npos : name == run;
+  }
+};
+
+}  // namespace tw::testing
