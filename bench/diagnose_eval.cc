@@ -54,6 +54,7 @@
 #include "ingest/ingest.h"
 #include "store/store.h"
 #include "support/event_writer.h"
+#include "support/real_labels.h"
 #include "work_dir.h"
 
 namespace {
@@ -1126,79 +1127,12 @@ std::string FamilyOf(const std::string& rule) {
   return rule;  // an unknown rule is a family of its own
 }
 
-struct RealLabel {
-  std::string run, root;  // root: "corpus-sick", "corpus", or "" (the label file's directory)
-  std::vector<std::string> expect, weak, expect_not;
-  std::optional<int64_t> onset;              // of expect[0]
-  std::map<std::string, int64_t> onsets;     // of the others, where the labels say
-  bool at_chance = false;
-  std::string notes, cause;
-  std::optional<int64_t> OnsetOf(const std::string& rule) const {
-    if (auto it = onsets.find(rule); it != onsets.end()) return it->second;
-    if (!expect.empty() && expect.front() == rule) return onset;
-    return std::nullopt;
-  }
-};
+using testing::RealLabel;
 
-std::string ReadText(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) Die("cannot read " + path);
-  std::string s;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
-
-// A label file, read with SQLite's JSON functions (keys whose value is not an object, such
-// as "_about", are skipped).
 std::vector<RealLabel> ReadRealLabels(const std::string& path) {
-  const std::string text = ReadText(path);
-  Result<std::unique_ptr<store::Db>> db = store::Db::Open(":memory:", store::Db::Mode::kReadWrite);
-  if (!db.ok()) Die("sqlite: " + db.status().ToString());
-  auto prepare = [&](const std::string& sql) {
-    Result<store::Stmt> q = (*db)->Prepare(sql);
-    if (!q.ok()) Die(path + ": " + q.status().ToString());
-    q->Bind(1, text);
-    return std::move(*q);
-  };
-  auto step = [&](store::Stmt& q) {
-    Result<bool> r = q.Step();
-    if (!r.ok()) Die(path + ": " + r.status().ToString());
-    return *r;
-  };
-  std::map<std::string, RealLabel> by;
-  std::vector<std::string> order;
-  store::Stmt q = prepare(
-      "SELECT r.key, ifnull(json_extract(r.value, '$.root'), ''), json_extract(r.value, '$.onset_step'), "
-      "ifnull(json_extract(r.value, '$.at_chance'), 0), ifnull(json_extract(r.value, '$.notes'), ''), "
-      "ifnull(json_extract(r.value, '$.cause'), '') FROM json_each(?1) r WHERE r.type = 'object' ORDER BY r.key");
-  while (step(q)) {
-    RealLabel& l = by[q.Text(0)];
-    l.run = q.Text(0);
-    l.root = q.Text(1);
-    if (!q.IsNull(2)) l.onset = q.Int(2);
-    l.at_chance = q.Int(3) != 0;
-    l.notes = q.Text(4);
-    l.cause = q.Text(5);
-    order.push_back(l.run);
-  }
-  for (const char* what : {"expect", "weak", "expect_not"}) {
-    store::Stmt a = prepare(std::string("SELECT r.key, e.value FROM json_each(?1) r, json_each(r.value, '$.") + what +
-                            "') e WHERE r.type = 'object' ORDER BY r.key, e.key");
-    while (step(a)) {
-      RealLabel& l = by[a.Text(0)];
-      const std::string w = what;
-      (w == "weak" ? l.weak : w == "expect_not" ? l.expect_not : l.expect).push_back(a.Text(1));
-    }
-  }
-  store::Stmt o = prepare(
-      "SELECT r.key, e.key, e.value FROM json_each(?1) r, json_each(r.value, '$.onsets') e WHERE r.type = 'object'");
-  while (step(o)) by[o.Text(0)].onsets[o.Text(1)] = o.Int(2);
-  std::vector<RealLabel> out;
-  for (const std::string& run : order) out.push_back(by[run]);
-  return out;
+  Result<std::vector<RealLabel>> labels = testing::ReadRealLabels(path);
+  if (!labels.ok()) Die(labels.status().message());
+  return std::move(*labels);
 }
 
 // One label set's figures; Add() pools them for the combined line.

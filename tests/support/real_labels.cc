@@ -1,0 +1,70 @@
+#include "support/real_labels.h"
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "store/db.h"
+
+namespace tw::testing {
+
+std::optional<int64_t> RealLabel::OnsetOf(const std::string& rule) const {
+  if (auto it = onsets.find(rule); it != onsets.end()) return it->second;
+  if (!expect.empty() && expect.front() == rule) return onset;
+  return std::nullopt;
+}
+
+Result<std::vector<RealLabel>> ReadRealLabels(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  Result<std::unique_ptr<store::Db>> db = store::Db::Open(":memory:", store::Db::Mode::kReadWrite);
+  if (!db.ok()) return db.status();
+  // Runs each query over the file's text, calling `row` for each row.
+  auto each = [&](const std::string& sql, auto&& row) -> Status {
+    Result<store::Stmt> q = (*db)->Prepare(sql);
+    if (!q.ok()) return InvalidArgument(path + ": " + q.status().message());
+    q->Bind(1, text);
+    for (;;) {
+      Result<bool> r = q->Step();
+      if (!r.ok()) return InvalidArgument(path + ": " + r.status().message());
+      if (!*r) return Status::Ok();
+      row(*q);
+    }
+  };
+  std::map<std::string, RealLabel> by;
+  std::vector<std::string> order;
+  TW_RETURN_IF_ERROR(each(
+      "SELECT r.key, ifnull(json_extract(r.value, '$.root'), ''), json_extract(r.value, '$.onset_step'), "
+      "ifnull(json_extract(r.value, '$.at_chance'), 0), ifnull(json_extract(r.value, '$.notes'), ''), "
+      "ifnull(json_extract(r.value, '$.cause'), '') FROM json_each(?1) r WHERE r.type = 'object' ORDER BY r.key",
+      [&](store::Stmt& q) {
+        RealLabel& l = by[q.Text(0)];
+        l.run = q.Text(0);
+        l.root = q.Text(1);
+        if (!q.IsNull(2)) l.onset = q.Int(2);
+        l.at_chance = q.Int(3) != 0;
+        l.notes = q.Text(4);
+        l.cause = q.Text(5);
+        order.push_back(l.run);
+      }));
+  for (const std::string what : {"expect", "weak", "expect_not"}) {
+    TW_RETURN_IF_ERROR(each("SELECT r.key, e.value FROM json_each(?1) r, json_each(r.value, '$." + what +
+                                "') e WHERE r.type = 'object' ORDER BY r.key, e.key",
+                            [&](store::Stmt& q) {
+                              RealLabel& l = by[q.Text(0)];
+                              (what == "weak" ? l.weak : what == "expect_not" ? l.expect_not : l.expect)
+                                  .push_back(q.Text(1));
+                            }));
+  }
+  TW_RETURN_IF_ERROR(each(
+      "SELECT r.key, e.key, e.value FROM json_each(?1) r, json_each(r.value, '$.onsets') e WHERE r.type = 'object'",
+      [&](store::Stmt& q) { by[q.Text(0)].onsets[q.Text(1)] = q.Int(2); }));
+  std::vector<RealLabel> out;
+  for (const std::string& run : order) out.push_back(by[run]);
+  return out;
+}
+
+}  // namespace tw::testing
