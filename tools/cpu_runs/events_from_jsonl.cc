@@ -16,11 +16,12 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
-#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <boost/json.hpp>
 
 #include "support/event_writer.h"
 
@@ -33,79 +34,16 @@ struct Point {
   double value = 0;
 };
 
-// A minimal reader of one flat JSON object with string and number values.
-class LineParser {
- public:
-  explicit LineParser(const std::string& s) : s_(s) {}
-
-  std::map<std::string, std::string> Parse(std::set<std::string>* quoted) {
-    std::map<std::string, std::string> out;
-    Skip();
-    Expect('{');
-    Skip();
-    if (Peek() == '}') return out;
-    for (;;) {
-      Skip();
-      std::string key = String();
-      Skip();
-      Expect(':');
-      Skip();
-      if (Peek() == '"') {
-        out[key] = String();
-        quoted->insert(key);
-      } else {
-        size_t b = i_;
-        while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ' ') ++i_;
-        out[key] = s_.substr(b, i_ - b);
-      }
-      Skip();
-      if (Peek() == ',') {
-        ++i_;
-        continue;
-      }
-      Expect('}');
-      return out;
-    }
+// A value: a number, or "nan", "inf", "-inf" (JSON has no literal for them).
+double ValueOf(const boost::json::value& v) {
+  if (v.is_string()) {
+    const boost::json::string& t = v.get_string();
+    if (t == "nan" || t == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (t == "inf" || t == "Infinity") return std::numeric_limits<double>::infinity();
+    if (t == "-inf" || t == "-Infinity") return -std::numeric_limits<double>::infinity();
+    throw std::runtime_error("bad value \"" + std::string(t) + "\"");
   }
-
- private:
-  char Peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  void Skip() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
-  }
-  void Expect(char c) {
-    if (Peek() != c) throw std::runtime_error(std::string("expected '") + c + "'");
-    ++i_;
-  }
-  std::string String() {
-    Expect('"');
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
-        ++i_;
-        char e = s_[i_];
-        out.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
-      } else {
-        out.push_back(s_[i_]);
-      }
-      ++i_;
-    }
-    Expect('"');
-    return out;
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-};
-
-double ParseValue(const std::string& v) {
-  if (v == "nan" || v == "NaN") return std::numeric_limits<double>::quiet_NaN();
-  if (v == "inf" || v == "Infinity") return std::numeric_limits<double>::infinity();
-  if (v == "-inf" || v == "-Infinity") return -std::numeric_limits<double>::infinity();
-  size_t used = 0;
-  double d = std::stod(v, &used);
-  if (used != v.size()) throw std::runtime_error("bad number '" + v + "'");
-  return d;
+  return boost::json::value_to<double>(v);
 }
 
 std::vector<Point> ReadPoints(const std::string& path) {
@@ -118,13 +56,12 @@ std::vector<Point> ReadPoints(const std::string& path) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      std::set<std::string> quoted;
-      auto obj = LineParser(line).Parse(&quoted);
+      const boost::json::object obj = boost::json::parse(line).as_object();
       Point p;
-      p.tag = obj.at("tag");
-      p.step = std::stoll(obj.at("step"));
-      p.wall_time = std::stod(obj.at("wall_time"));
-      p.value = ParseValue(obj.at("value"));
+      p.tag = std::string(obj.at("tag").as_string());
+      p.step = boost::json::value_to<int64_t>(obj.at("step"));
+      p.wall_time = boost::json::value_to<double>(obj.at("wall_time"));
+      p.value = ValueOf(obj.at("value"));
       points.push_back(p);
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ":" + std::to_string(lineno) + ": " + e.what());
