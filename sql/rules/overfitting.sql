@@ -23,13 +23,13 @@
 -- val_metric: mIoU, mAP, F1); a score is read negated, so "best" is its maximum and "rising"
 -- means falling. Thresholds stay relative to the best's size.
 WITH val AS (
-  SELECT series_id, tag, role, step, CASE WHEN role = 'val_loss' THEN value ELSE -value END AS value
+  SELECT series_id, tag, role, direction, step, CASE WHEN direction > 0 THEN -value ELSE value END AS value
   FROM role_points
   WHERE run_id = :run_id AND role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0
 ), best AS MATERIALIZED (
-  SELECT series_id, tag, role, tw_best(step, value, 0) AS j, count(*) AS n FROM val GROUP BY series_id
+  SELECT series_id, tag, role, direction, tw_best(step, value, 0) AS j, count(*) AS n FROM val GROUP BY series_id
 ), b AS (
-  SELECT series_id, tag, role, n, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
+  SELECT series_id, tag, role, direction, n, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
          json_extract(j, '$.last') AS last, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.since_points') AS evals_after
   FROM best
@@ -48,7 +48,7 @@ WITH val AS (
   FROM b WHERE evals_after >= :min_evals
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
-       CASE WHEN role = 'val_loss'
+       CASE WHEN direction <= 0
          THEN tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step || ' to ' ||
               printf('%.4g', last) || ' (+' || printf('%.0f', 100 * (last / best - 1)) || '%)'
          ELSE tag || ' (higher is better) has fallen from its best ' || printf('%.4g', -best) || ' at step ' ||
@@ -57,14 +57,14 @@ SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
          ' evaluations, while the training loss (' || train_tag || ') kept falling (' ||
          printf('%.4g', json_extract(tj, '$.start')) || ' to ' || printf('%.4g', json_extract(tj, '$.end')) ||
          '). The best checkpoint is the one at step ' || best_step || '.' AS message,
-       json_object('series', tag, 'role', role, 'higher_is_better', role != 'val_loss',
+       json_object('series', tag, 'role', role, 'higher_is_better', direction > 0,
                    'best_val_step', best_step, 'best_val', abs(best), 'last_val', abs(last),
                    'evaluations_after_best', evals_after, 'train_series', train_tag,
                    'train_trend_z', json_extract(tj, '$.mk_z'), 'train_start', json_extract(tj, '$.start'),
                    'train_end', json_extract(tj, '$.end'), 'val_trend_z', val_z, 'val_noise_sd', val_sd) AS evidence
 FROM after
 -- (Values are negated scores for a metric: the rise over the best is measured against its size.)
-WHERE best != 0 AND (role = 'val_loss') = (best > 0)
+WHERE best != 0 AND (direction <= 0) = (best > 0)
   AND last - best >= abs(best) * :min_rise AND med_after - best >= abs(best) * :min_rise / 2
   AND json_extract(tj, '$.mk_z') <= :train_z
   AND (val_z >= :val_z OR (evals_after <= 5 AND falls = 0))

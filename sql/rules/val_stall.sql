@@ -18,21 +18,21 @@
 -- Validation is a loss, or a score where higher is better (val_acc; val_metric: mIoU, mAP, F1),
 -- read negated so that its best is its maximum.
 WITH val AS (
-  SELECT series_id, tag, role, step, CASE WHEN role = 'val_loss' THEN value ELSE -value END AS value
+  SELECT series_id, tag, role, direction, step, CASE WHEN direction > 0 THEN -value ELSE value END AS value
   FROM role_points WHERE run_id = :run_id AND role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0
-    AND NOT (role != 'val_loss' AND series_id IN (
+    AND NOT (direction > 0 AND series_id IN (
       SELECT series_id FROM role_points WHERE run_id = :run_id AND role IN ('val_acc', 'val_metric') AND value_class = 0
       GROUP BY series_id HAVING max(value) >= :saturated AND max(value) <= 1 OR max(value) >= 100 * :saturated AND max(value) <= 100))
 ), noise AS MATERIALIZED (
   -- Validation's own noise, relative: a dip within it is no progress.
   SELECT series_id, tw_noise_sd(step, value) / abs(tw_median(value)) AS rel FROM val GROUP BY series_id
 ), best AS MATERIALIZED (
-  SELECT val.series_id, tag, role, tw_best(step, value, max(:min_delta, :noise_k * COALESCE(noise.rel, 0))) AS j,
+  SELECT val.series_id, tag, role, direction, tw_best(step, value, max(:min_delta, :noise_k * COALESCE(noise.rel, 0))) AS j,
          max(:min_delta, :noise_k * COALESCE(noise.rel, 0)) AS delta
   FROM val LEFT JOIN noise USING (series_id)
   GROUP BY val.series_id
 ), b AS (
-  SELECT series_id, tag, role, delta, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
+  SELECT series_id, tag, role, direction, delta, json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
          json_extract(j, '$.since_points') AS evals, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.last') AS last
   FROM best
@@ -47,8 +47,8 @@ WITH val AS (
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
        tag || ' has not improved by ' || printf('%.2g', 100 * delta) || '% for ' || evals ||
          ' evaluations (' || printf('%.0f', seconds / 60.0) || ' min) since its best ' || printf('%.4g', abs(best)) ||
-         CASE WHEN role != 'val_loss' THEN ' (higher is better)' ELSE '' END ||
+         CASE WHEN direction > 0 THEN ' (higher is better)' ELSE '' END ||
          ' at step ' || best_step || '; training went on to step ' || train_last AS message,
-       json_object('series', tag, 'role', role, 'higher_is_better', role != 'val_loss', 'best_step', best_step,
+       json_object('series', tag, 'role', role, 'higher_is_better', direction > 0, 'best_step', best_step,
                    'best', abs(best), 'evaluations_since', evals, 'seconds_since', seconds, 'last', abs(last)) AS evidence
 FROM timed WHERE seconds >= :patience_seconds AND train_last > best_step

@@ -324,7 +324,8 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       "why TEXT NOT NULL, confidence REAL NOT NULL DEFAULT 1, direction INTEGER NOT NULL DEFAULT 0, "
       "PRIMARY KEY (run_id, role, series_id));"
       "CREATE TEMP VIEW IF NOT EXISTS role_points AS "
-      "SELECT r.run_id, r.role, r.series_id, r.tag, p.step, p.wall_time, p.value, p.value_class "
+      "SELECT r.run_id, r.role, r.series_id, r.tag, p.step, p.wall_time, p.value, p.value_class, "
+      "r.direction "
       "FROM temp.run_roles r JOIN main.scalars p ON p.series_id = r.series_id "
       "WHERE p.superseded = 0;"));
   TW_RETURN_IF_ERROR(db.Exec("BEGIN"));

@@ -66,7 +66,8 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
 // direction) on `db` (works on a
 // read-only connection: temp tables live apart from the store): replaces the rows of the
 // subjects in `map`. Also creates the temp view role_points(run_id, role, series_id, tag, step,
-// wall_time, value, value_class) over live (not superseded) points, which the rules read.
+// wall_time, value, value_class, direction) over live (not superseded) points, which the rules
+// read; direction is the role's (+1 higher is better, -1 lower, 0 neither).
 Status WriteRoleTable(store::Db& db, const RoleMap& map);
 
 bool GlobMatch(const std::string& glob, const std::string& text);  // case-insensitive
