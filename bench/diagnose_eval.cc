@@ -73,6 +73,22 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// Ingests `dir` into a fresh store at `db` and opens the engine on it; rules that do not load
+// are printed.
+std::unique_ptr<diagnose::Engine> IngestThenOpen(const std::string& db, const std::string& dir,
+                                                 ingest::Summary* summary) {
+  {
+    Result<std::unique_ptr<store::Store>> store = store::Store::Open(db);
+    if (!store.ok()) Die("store: " + store.status().ToString());
+    Status s = ingest::IngestPaths(**store, {dir}, {}, summary);
+    if (!s.ok()) Die("ingest " + dir + ": " + s.ToString());
+  }
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, {});
+  if (!engine.ok()) Die("engine: " + engine.status().ToString());
+  for (const auto& e : (*engine)->load_errors()) std::printf("rule load error: %s\n", e.c_str());
+  return std::move(*engine);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Generated data.
 
@@ -916,19 +932,11 @@ int Main(const Options& opt) {
     for (const auto& l : r.layers) points += static_cast<int64_t>(l.second.v.size());
   }
   auto t1 = Clock::now();
-  {
-    Result<std::unique_ptr<store::Store>> store = store::Store::Open(db);
-    if (!store.ok()) Die("store: " + store.status().ToString());
-    ingest::Summary summary;
-    Status s = ingest::IngestPaths(**store, {root}, {}, &summary);
-    if (!s.ok()) Die("ingest: " + s.ToString());
-    for (const auto& w : summary.warnings) std::printf("ingest warning: %s\n", w.c_str());
-  }
+  ingest::Summary summary;
+  std::unique_ptr<diagnose::Engine> engine = IngestThenOpen(db, root, &summary);
+  for (const auto& w : summary.warnings) std::printf("ingest warning: %s\n", w.c_str());
   auto t2 = Clock::now();
-  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, {});
-  if (!engine.ok()) Die("engine: " + engine.status().ToString());
-  for (const auto& e : (*engine)->load_errors()) std::printf("rule load error: %s\n", e.c_str());
-  Result<diagnose::Evaluation> ev = (*engine)->Evaluate(nullptr, kNow, true);
+  Result<diagnose::Evaluation> ev = engine->Evaluate(nullptr, kNow, true);
   if (!ev.ok()) Die("evaluate: " + ev.status().ToString());
   auto t3 = Clock::now();
   std::printf("diagnose_eval: seed %llu, %zu runs, %lld points; write %.1f s, ingest %.1f s, evaluate %.1f s\n",
@@ -937,7 +945,7 @@ int Main(const Options& opt) {
   for (const auto& e : ev->errors) std::printf("rule error: %s\n", e.c_str());
 
   std::map<std::string, Severity> declared;
-  for (const auto& rule : (*engine)->rules()) declared[rule.id] = rule.severity;
+  for (const auto& rule : engine->rules()) declared[rule.id] = rule.severity;
   std::map<std::string, std::vector<const diagnose::Observation*>> by_run;
   for (const auto& o : ev->observations) by_run[o.run].push_back(&o);
 
@@ -1232,21 +1240,13 @@ void ScoreRoot(const std::string& work, const std::string& dir, const std::vecto
   const std::string db = work + "/real-" + std::to_string(serial++) + ".db";
   auto t0 = Clock::now();
   ingest::Summary summary;
-  {
-    Result<std::unique_ptr<store::Store>> store = store::Store::Open(db);
-    if (!store.ok()) Die("store: " + store.status().ToString());
-    Status s = ingest::IngestPaths(**store, {dir}, {}, &summary);
-    if (!s.ok()) Die("ingest " + dir + ": " + s.ToString());
-  }
-  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, {});
-  if (!engine.ok()) Die("engine: " + engine.status().ToString());
-  for (const auto& e : (*engine)->load_errors()) std::printf("  rule load error: %s\n", e.c_str());
-  store::Db& d = (*engine)->db();
+  std::unique_ptr<diagnose::Engine> engine = IngestThenOpen(db, dir, &summary);
+  store::Db& d = engine->db();
   Result<store::Stmt> last = d.Prepare("SELECT max(wall_time) FROM scalars");
   if (!last.ok() || !*last->Step()) Die("no points in " + dir);
   const double now = last->Real(0) + 3600;
   auto t1 = Clock::now();
-  Result<diagnose::Evaluation> ev = (*engine)->Evaluate(nullptr, now);
+  Result<diagnose::Evaluation> ev = engine->Evaluate(nullptr, now);
   if (!ev.ok()) Die("evaluate: " + ev.status().ToString());
   auto t2 = Clock::now();
   std::printf("  %s: %lld runs, %lld files, %lld ingest errors; ingest %.1f s, evaluate %.1f s (now = last point + 1 h)\n",
