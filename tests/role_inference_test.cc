@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -15,7 +14,7 @@
 #include "diagnose/roles.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
-#include "support/event_writer.h"
+#include "support/diagnose_fixture.h"
 #include "support/test_env.h"
 
 namespace tw::diagnose {
@@ -126,41 +125,21 @@ TEST(RoleInference, ValuesRuleOutAGuessTheirShapeDoesNotFit) {
 
 // A run written as a user would name it: the roles come from the words, checked by the values,
 // with the confidence and direction in run_roles.
-TEST(RoleInference, InventedNamesInARunAreMappedAndExplained) {
-  testing::TempDir tmp;
-  const std::string logdir = tmp / "logs";
-  std::filesystem::create_directories(logdir + "/exp1");
-  {
-    testing::EventFileWriter w(logdir + "/exp1/" + testing::EventFileName(1700000000, "host", 1, 0));
-    w.Add(testing::FileVersionEvent(1.7e9));
-    for (int s = 0; s < 300; ++s) {
-      const double t = 1.7e9 + s;
-      auto add = [&](const std::string& tag, double v) {
-        w.Add(testing::SimpleScalarEvent(tag, s, t, static_cast<float>(v)));
-      };
-      add("trn/xent", 2.3 * std::exp(-s / 80.0) + 0.1);
-      add("time/iter_ms", 100 + (s * 37) % 11);
-      add("train/time_ms", 105.0 * s);  // a clock
-      add("optim/lr", 1e-3 * (1 - s / 600.0));
-      add("sys/rss_mb", 900 + s / 10);
-      add("global_step", s);
-      if (s % 50 == 49) {
-        add("val/mIoU", 0.3 + s / 1000.0);
-        add("valid/ce", 2.0 * std::exp(-s / 100.0) + 0.2);
-        add("bbox/APl", std::nan(""));  // an empty bucket
-      }
-    }
-    w.Flush();
-  }
-  const std::string db = tmp / "tw.db";
-  {
-    Result<std::unique_ptr<store::Store>> s = store::Store::Open(db);
-    ASSERT_TRUE(s.ok());
-    ingest::Summary summary;
-    ASSERT_TRUE(ingest::IngestPaths(**s, {logdir}, {}, &summary).ok());
-    ASSERT_EQ(summary.totals.errors, 0);
-  }
-  Result<std::unique_ptr<Engine>> engine = Engine::Open(db, {});
+class RoleInferenceRun : public testing::DiagnoseFixture {};
+
+TEST_F(RoleInferenceRun, InventedNamesInARunAreMappedAndExplained) {
+  WriteRun("exp1", 300,
+           {{"trn/xent", [](int64_t s) { return 2.3 * std::exp(-s / 80.0) + 0.1; }},
+            {"time/iter_ms", [](int64_t s) { return 100.0 + (s * 37) % 11; }},
+            {"train/time_ms", [](int64_t s) { return 105.0 * s; }},  // a clock
+            {"optim/lr", [](int64_t s) { return 1e-3 * (1 - s / 600.0); }},
+            {"sys/rss_mb", [](int64_t s) { return 900.0 + s / 10; }},
+            {"global_step", [](int64_t s) { return static_cast<double>(s); }},
+            {"val/mIoU", [](int64_t s) { return 0.3 + s / 1000.0; }, 50},
+            {"valid/ce", [](int64_t s) { return 2.0 * std::exp(-s / 100.0) + 0.2; }, 50},
+            {"bbox/APl", [](int64_t) { return std::nan(""); }, 50}});  // an empty bucket
+  Ingest();
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), {});
   ASSERT_TRUE(engine.ok());
   Result<RoleMap> map = (*engine)->Roles(nullptr);
   ASSERT_TRUE(map.ok());
