@@ -159,7 +159,7 @@ TEST_F(RoleInferenceRun, InventedNamesInARunAreMappedAndExplained) {
   // A user's pattern still overrides: [roles] ignore takes a tag out.
   EngineOptions options;
   options.roles.push_back({"ignore", "sys/*", "", "config"});
-  Result<std::unique_ptr<Engine>> e2 = Engine::Open(db, options);
+  Result<std::unique_ptr<Engine>> e2 = Engine::Open(Db(), options);
   ASSERT_TRUE(e2.ok());
   Result<RoleMap> m2 = (*e2)->Roles(nullptr);
   ASSERT_TRUE(m2.ok());
