@@ -76,14 +76,16 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 // Ingests `dir` into a fresh store at `db` and opens the engine on it; rules that do not load
 // are printed.
 std::unique_ptr<diagnose::Engine> IngestThenOpen(const std::string& db, const std::string& dir,
-                                                 ingest::Summary* summary) {
+                                                 ingest::Summary* summary, const std::string& rules_dir) {
   {
     Result<std::unique_ptr<store::Store>> store = store::Store::Open(db);
     if (!store.ok()) Die("store: " + store.status().ToString());
     Status s = ingest::IngestPaths(**store, {dir}, {}, summary);
     if (!s.ok()) Die("ingest " + dir + ": " + s.ToString());
   }
-  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, {});
+  diagnose::EngineOptions options;
+  options.rules_dir = rules_dir;
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db, options);
   if (!engine.ok()) Die("engine: " + engine.status().ToString());
   for (const auto& e : (*engine)->load_errors()) std::printf("rule load error: %s\n", e.c_str());
   return std::move(*engine);
@@ -869,6 +871,8 @@ struct Options {
   bool verbose = false;
   bool real = false, real_only = false;  // --real: also the real runs; --real-only: only them
   std::string shared;                    // --shared DIR: the corpora's directory
+  std::string rules;                     // --rules DIR: *.sql that replace built-ins of the same id
+  std::string repo;                      // --repo DIR: the checkout whose labels and runs to score
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -886,12 +890,17 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--real") o.real = true;
     else if (a == "--real-only") o.real = o.real_only = true;
     else if (a == "--shared") o.shared = value();
+    else if (a == "--rules") o.rules = value();
+    else if (a == "--repo") o.repo = value();
     else if (a == "-h" || a == "--help") {
       std::printf("usage: diagnose_eval [--seed N] [--keep DIR] [--verbose] [--only RULE|KIND]\n"
-                  "                     [--real | --real-only] [--shared DIR]\n"
+                  "                     [--real | --real-only] [--shared DIR] [--rules DIR] [--repo DIR]\n"
                   "  --real       also score the rules on the labelled real runs (README.md)\n"
                   "  --real-only  only the real runs; exit 0 iff their targets are met\n"
-                  "  --shared DIR where corpus-sick/ and corpus/ are (default: ../shared beside the repo)\n");
+                  "  --shared DIR where corpus-sick/ and corpus/ are (default: ../shared beside the repo)\n"
+                  "  --rules DIR  rules (*.sql) that replace the built-ins of the same id: try a rule\n"
+                  "               change without rebuilding\n"
+                  "  --repo DIR   the checkout whose labels and runs are scored (default: this build's)\n");
       std::exit(0);
     } else Die("unknown argument " + a + " (try --help)");
   }
@@ -933,7 +942,7 @@ int Main(const Options& opt) {
   }
   auto t1 = Clock::now();
   ingest::Summary summary;
-  std::unique_ptr<diagnose::Engine> engine = IngestThenOpen(db, root, &summary);
+  std::unique_ptr<diagnose::Engine> engine = IngestThenOpen(db, root, &summary, opt.rules);
   for (const auto& w : summary.warnings) std::printf("ingest warning: %s\n", w.c_str());
   auto t2 = Clock::now();
   Result<diagnose::Evaluation> ev = engine->Evaluate(nullptr, kNow, true);
@@ -1240,7 +1249,7 @@ void ScoreRoot(const std::string& work, const std::string& dir, const std::vecto
   const std::string db = work + "/real-" + std::to_string(serial++) + ".db";
   auto t0 = Clock::now();
   ingest::Summary summary;
-  std::unique_ptr<diagnose::Engine> engine = IngestThenOpen(db, dir, &summary);
+  std::unique_ptr<diagnose::Engine> engine = IngestThenOpen(db, dir, &summary, opt.rules);
   store::Db& d = engine->db();
   Result<store::Stmt> last = d.Prepare("SELECT max(wall_time) FROM scalars");
   if (!last.ok() || !*last->Step()) Die("no points in " + dir);
@@ -1404,7 +1413,7 @@ void ScoreRoot(const std::string& work, const std::string& dir, const std::vecto
 
 int RealMain(const Options& opt) {
   namespace fs = std::filesystem;
-  const std::string repo = TW_SOURCE_DIR;
+  const std::string repo = opt.repo.empty() ? std::string(TW_SOURCE_DIR) : opt.repo;
   std::string shared = opt.shared;
   if (shared.empty()) {
     // As the tests find TW_CORPUS_DIR: ../shared beside the checkout; a worktree one level
