@@ -10,9 +10,18 @@
 -- param recent = 300: most recent gradient-norm points considered
 -- param max_share = 0.5: share of those above the threshold, at least
 -- param min_points = 20: points needed
+-- param adaptive_ratio = 10: with an adaptive optimizer, a warning only when the median is this
+--   many times the threshold (pre-clip norms far above it: the LR or the init is off)
 --
 -- The threshold comes from the run's hyperparameters (max_grad_norm, gradient_clip_val,
 -- clip_grad_norm, grad_clip) or a clip_threshold series.
+--
+-- How much a clip that is always active matters depends on the optimizer. SGD's step is the
+-- gradient times the LR, so a gradient clipped to a third is a third of the LR the user set.
+-- Adam, AdamW, RMSprop, Adagrad, Adafactor, LAMB and Lion divide by the gradients' own running
+-- scale (or take its sign), so a gradient rescaled by about the same factor every step moves
+-- the weights about as far: with them (named in the hyperparameters, as HF's `optim` does)
+-- saturation is info unless the pre-clip norm is far above the threshold.
 WITH me AS MATERIALIZED (
   SELECT root, CASE name WHEN '.' THEN '' ELSE name || '/' END AS lo,
          CASE name WHEN '.' THEN char(127) ELSE name || '0' END AS hi FROM runs WHERE run_id = :run_id
@@ -30,6 +39,16 @@ WITH me AS MATERIALIZED (
        AND h.value_num > 0 LIMIT 1),
     (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'clip_threshold' AND value_class = 0
        ORDER BY step DESC LIMIT 1)) AS t
+), optimizer AS MATERIALIZED (
+  SELECT (SELECT h.value_text FROM hparams h WHERE h.run_id IN (SELECT run_id FROM family)
+            AND h.value_type = 'string' AND lower(h.key) IN ('optim', 'optimizer', 'optimizer_name', 'optimizer_type',
+                                                           'optimizer.name', 'optimizer/name', 'opt', 'optim_name')
+          LIMIT 1) AS name
+), adaptive AS MATERIALIZED (
+  SELECT name, lower(name) GLOB '*adam*' OR lower(name) GLOB '*rmsprop*' OR lower(name) GLOB '*adagrad*'
+           OR lower(name) GLOB '*adadelta*' OR lower(name) GLOB '*adafactor*' OR lower(name) GLOB '*lamb*'
+           OR lower(name) GLOB '*lion*' OR lower(name) GLOB '*sophia*' AS yes
+  FROM optimizer
 ), g AS (
   SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points WHERE run_id = :run_id AND role = 'grad_norm' AND value_class = 0
@@ -49,9 +68,13 @@ WITH me AS MATERIALIZED (
   FROM agg
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
+       CASE WHEN adaptive.yes AND med < :adaptive_ratio * t THEN 'info' ELSE 'warning' END AS severity,
        tag || ' (before clipping) was above the clip threshold ' || printf('%.3g', t) || ' at ' || above ||
          ' of the last ' || n || ' logged steps (' || printf('%.0f', 100.0 * above / n) ||
-         '%); its median is ' || printf('%.3g', med) || ', ' || printf('%.0f', med / t) || 'x the threshold' AS message,
+         '%); its median is ' || printf('%.3g', med) || ', ' || printf('%.0f', med / t) || 'x the threshold' ||
+         CASE WHEN adaptive.yes AND med < :adaptive_ratio * t
+              THEN '; with ' || adaptive.name || ', which scales each update by the gradients'' own running size, '
+                   || 'a gradient clipped by about the same factor every step changes little' ELSE '' END AS message,
        json_object('series', tag, 'threshold', t, 'share_above', 1.0 * above / n, 'median', med,
-                   'points', n) AS evidence
-FROM onset WHERE n >= :min_points AND 1.0 * above / n >= :max_share
+                   'points', n, 'optimizer', adaptive.name) AS evidence
+FROM onset, adaptive WHERE n >= :min_points AND 1.0 * above / n >= :max_share

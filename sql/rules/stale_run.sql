@@ -14,12 +14,17 @@
 -- param lr_moving = 0.02: the LR fell by this much (relative) over the last 5% of its span ...
 -- param lr_high = 0.15: ... while still above this fraction of its peak: mid-schedule
 -- param planned_frac = 0.95: a planned end (hparams max_steps, ...) not reached by this fraction
+-- param geometric_max = 0.5: a decay this close to geometric (0) rather than linear (1) has no end
 --
 -- Silence alone is not enough: most silent runs simply finished, and a PyTorch SummaryWriter
 -- logs no end. A stale run needs evidence that it was not done: its writer process still runs
 -- on this host but writes nothing (hung); its LR schedule was still decaying, well above its
 -- end, when it stopped;
--- or it stopped short of a planned end in its hyperparameters. A logged clean end (SessionLog
+-- or it stopped short of a planned end in its hyperparameters. Only a schedule that heads for an
+-- end says so: linear and cosine decays reach their floor at a step one can tell, while an
+-- exponential decay (Keras ExponentialDecay, PyTorch ExponentialLR) shrinks by the same factor
+-- forever, and a cyclic or restarting schedule falls again every cycle: stopping in either is
+-- no sign of an unfinished run. A logged clean end (SessionLog
 -- STOP, the HF Trainer's end-of-training summary, a W&B exit record with code 0) rules it out. The writer's wall clock is
 -- compared with this machine's: a skewed clock is misjudged.
 WITH main AS MATERIALIZED (
@@ -62,21 +67,44 @@ WITH main AS MATERIALIZED (
          (SELECT max(step) - 0.05 * (max(step) - min(step)) FROM scalars WHERE series_id = e.lr_series) AS lr_before_step
   FROM evidence e
 ), lr AS MATERIALIZED (
-  -- The LR 5% of its span before its last point.
+  -- The LR 5% of its span before its last point; where its decay began (the first fall from a
+  -- peak), whether it rose again after that (cycles, restarts), and its value halfway through
+  -- the decay.
   SELECT l.*, (SELECT value FROM scalars WHERE series_id = l.lr_series AND superseded = 0
-                 AND step <= l.lr_before_step ORDER BY step DESC LIMIT 1) AS lr_before
+                 AND step <= l.lr_before_step ORDER BY step DESC LIMIT 1) AS lr_before,
+         (SELECT min(step) FROM (SELECT step, value < lag(value) OVER (ORDER BY step) * (1 - 1e-6) AS falls
+            FROM scalars WHERE series_id = l.lr_series AND superseded = 0) WHERE falls) AS fall_step
   FROM lr_span l
-), judged AS (
+), lr_shape AS MATERIALIZED (
   SELECT lr.*,
+         (SELECT value FROM scalars WHERE series_id = lr.lr_series AND superseded = 0 AND step < lr.fall_step
+            ORDER BY step DESC LIMIT 1) AS lr_top,
+         (SELECT value FROM scalars WHERE series_id = lr.lr_series AND superseded = 0
+            AND step <= (lr.fall_step + lr.last_step) / 2.0 ORDER BY step DESC LIMIT 1) AS lr_mid,
+         (SELECT count(*) FROM (SELECT step, value > lag(value) OVER (ORDER BY step) * 1.01 AS rises
+            FROM scalars WHERE series_id = lr.lr_series AND superseded = 0)
+          WHERE rises AND step > lr.fall_step) AS rises_after_fall
+  FROM lr
+), shape AS MATERIALIZED (
+  -- Where the midway LR lies between the geometric mean of the decay's ends (an exponential
+  -- decay passes through it: 0) and their arithmetic mean (a linear one: 1; a cosine, above).
+  SELECT s.*,
+         CASE WHEN lr_top > lr_last AND lr_last > 0 AND lr_mid > 0
+              THEN (ln(lr_mid) - 0.5 * (ln(lr_top) + ln(lr_last)))
+                   / (ln(0.5 * (lr_top + lr_last)) - 0.5 * (ln(lr_top) + ln(lr_last))) END AS linearity
+  FROM lr_shape s
+), judged AS (
+  SELECT shape.*,
          CASE WHEN alive = 1 THEN 'its writer (pid in the file name) still runs on this host but has written nothing'
               WHEN planned IS NOT NULL AND last_step < :planned_frac * planned
                 THEN 'it stopped at step ' || last_step || ' of a planned ' || CAST(planned AS INTEGER)
               WHEN lr_peak > 0 AND lr_last > :lr_high * lr_peak AND lr_before > 0
                    AND lr_before - lr_last >= :lr_moving * lr_before  -- still decaying
+                   AND rises_after_fall = 0 AND COALESCE(linearity, 1) > :geometric_max  -- towards an end
                 THEN 'its learning-rate schedule was still decaying (' || printf('%.3g', lr_before) || ' -> ' ||
                      printf('%.3g', lr_last) || ') when it stopped'
          END AS why
-  FROM lr
+  FROM shape
 )
 SELECT run_id, series_id, last_step AS onset_step, last_step AS first_step, last_step,
        run || ': nothing new for ' || printf('%.0f', (:now - last_wall) / 60.0) || ' min (last point: ' || tag ||

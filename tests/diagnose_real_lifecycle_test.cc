@@ -1,0 +1,176 @@
+// What a run's machinery says about it, on real runs: memory that grows (a leak, or a caching
+// allocator reaching a new peak), a gradient clip that is always active (which matters with
+// SGD, little with an adaptive optimizer), and a run that went silent (unfinished only when its
+// LR schedule was heading for an end it never reached). Real files from tests/data/cpu_runs and
+// ../shared/corpus-sick, and generated runs for the edges no file shows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "support/diagnose_fixture.h"
+#include "support/test_env.h"
+
+namespace tw::diagnose {
+namespace {
+
+using testing::Tag;
+
+const std::string kCpuRuns = TW_CPU_RUNS_DIR;
+// Ingested from its parent, so that its run name holds "1BIMU".
+const std::string kSftParent = "/wandb-core-0.21";  // 1BIMU__UASFT: HF SFT, AdamW, max_grad_norm 1
+
+class RealLifecycleTest : public testing::DiagnoseFixture {
+ protected:
+  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule, const std::string& run) {
+    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
+  }
+
+  // The first `fraction` of `src`'s bytes as Root()/run/<its name>: a run cut off mid-write,
+  // its last record torn (the reader keeps what is whole).
+  void WriteCutCopy(const std::string& src, const std::string& run, double fraction) {
+    std::ifstream in(src, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 1000u) << src;
+    std::filesystem::create_directories(Root() + "/" + run);
+    std::ofstream out(Root() + "/" + run + "/" + std::filesystem::path(src).filename().string(), std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() * fraction));
+  }
+
+  // Copies of committed CPU runs into Root(), each named as its directory.
+  void CopyCpuRuns(const std::vector<std::string>& runs) {
+    std::filesystem::create_directories(Root());
+    for (const auto& r : runs)
+      std::filesystem::copy(kCpuRuns + "/" + r, Root() + "/" + r, std::filesystem::copy_options::recursive);
+  }
+
+  static std::string OnlyFile(const std::string& dir) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) return e.path().string();
+    return "";
+  }
+
+  // As of `minutes` after the store's last point.
+  Evaluation EvaluateAfter(double minutes) {
+    Ingest();
+    Result<std::unique_ptr<store::Store>> s = store::Store::Open(Db());
+    EXPECT_TRUE(s.ok());
+    Result<store::Stmt> last = (*s)->db().Prepare("SELECT max(wall_time) FROM scalars");
+    EXPECT_TRUE(last.ok() && *last->Step());
+    const double now = last->Real(0) + 60 * minutes;
+    return EvaluateStore({}, now);
+  }
+};
+
+// --- memory_growth ------------------------------------------------------------------------------
+
+// Two real leaks (losses kept as tensors in a list; a feature cache that never evicts) rise at
+// every reading. The SFT run's GPU memory rises in three jumps (13.7, 14.8, 20.8, 23.5 GB) as
+// longer batches arrive and then holds: the allocator reaching new peaks, not a leak.
+TEST_F(RealLifecycleTest, MemoryGrowthIsALeakNotAnAllocatorStaircase) {
+  const std::string sick = testing::CorpusSickDir();
+  CopyCpuRuns({"leak_loss_history", "growing_feature_cache"});
+  std::vector<std::string> paths = {Root()};
+  if (!sick.empty()) paths.push_back(sick + kSftParent);
+  Ingest(paths);
+  Evaluation ev = EvaluateStore({}, std::nullopt);
+  for (const char* leak : {"leak_loss_history", "growing_feature_cache"}) {
+    SCOPED_TRACE(leak);
+    auto m = Of(ev, "memory_growth", leak);
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_EQ(m[0].severity, Severity::kWarning);
+    // The growth in percent (once printed as +0% for integer readings).
+    EXPECT_EQ(m[0].message.find("(+0%)"), std::string::npos) << m[0].message;
+    EXPECT_NE(m[0].message.find("readings rose"), std::string::npos) << m[0].message;
+  }
+  EXPECT_NE(Of(ev, "memory_growth", "leak_loss_history")[0].message.find("289.6 to 492.3 (+70%)"), std::string::npos)
+      << "rss from 290 to 492 MB (the trend's ends, after the skipped first tenth)";
+  if (sick.empty()) GTEST_SKIP() << "../shared/corpus-sick not found: the staircase half did not run";
+  EXPECT_TRUE(Of(ev, "memory_growth", "1BIMU").empty()) << Of(ev, "memory_growth", "1BIMU")[0].message;
+}
+
+// --- grad_clip_saturation -------------------------------------------------------------------------
+
+// Real: SGD with max_grad_norm 0.01 (norms ~50x above it) is a warning; the SFT run's AdamW with
+// the HF default max_grad_norm 1 and norms ~3x above it is info, and says why.
+TEST_F(RealLifecycleTest, ClipSaturationWeighsTheOptimizerOnRealRuns) {
+  const std::string sick = testing::CorpusSickDir();
+  if (sick.empty()) GTEST_SKIP() << "../shared/corpus-sick not found";
+  CopyCpuRuns({"clip_saturation_tiny_max_norm"});
+  Ingest({Root(), sick + kSftParent});
+  Evaluation ev = EvaluateStore({}, std::nullopt);
+  auto sgd = Of(ev, "grad_clip_saturation", "clip_saturation_tiny_max_norm");
+  ASSERT_EQ(sgd.size(), 1u);
+  EXPECT_EQ(sgd[0].severity, Severity::kWarning);
+  auto adamw = Of(ev, "grad_clip_saturation", "1BIMU");
+  ASSERT_EQ(adamw.size(), 1u);
+  EXPECT_EQ(adamw[0].severity, Severity::kInfo) << adamw[0].message;
+  EXPECT_NE(adamw[0].message.find("adamw_torch"), std::string::npos) << adamw[0].message;
+}
+
+// Generated: the same clipped norms under each optimizer; an adaptive one still warns when the
+// norms are far above the threshold, and a run that names no optimizer is judged as SGD.
+TEST_F(RealLifecycleTest, ClipSaturationUnderEachOptimizer) {
+  auto run = [&](const std::string& name, const std::string& optim, double ratio) {
+    std::vector<std::string> extra;
+    std::vector<std::pair<std::string, testing::HParamValue>> hp = {{"max_grad_norm", 1.0}};
+    if (!optim.empty()) hp.push_back({"optim", optim});
+    extra.push_back(testing::HParamsStartEvent(testing::kRunT0, hp, false));
+    WriteRun(name, 400,
+             {Tag{"train/loss", [](int64_t s) { return 2.0 * std::exp(-s / 200.0) + 0.3; }},
+              Tag{"train/grad_norm", [ratio](int64_t s) { return ratio * (1.0 + 0.2 * std::sin(s * 0.7)); }}},
+             extra);
+  };
+  run("adamw_3x", "adamw_torch", 3);
+  run("lion_3x", "Lion", 3);
+  run("sgd_3x", "sgd", 3);
+  run("unnamed_3x", "", 3);
+  run("adamw_30x", "AdamW", 30);
+  Ingest();
+  Evaluation ev = EvaluateStore({}, std::nullopt);
+  auto severity = [&](const std::string& r) {
+    auto o = DiagnoseFixture::Of(ev, "grad_clip_saturation", r);
+    EXPECT_EQ(o.size(), 1u) << r;
+    return o.empty() ? Severity::kCritical : o[0].severity;
+  };
+  EXPECT_EQ(severity("adamw_3x"), Severity::kInfo);
+  EXPECT_EQ(severity("lion_3x"), Severity::kInfo);
+  EXPECT_EQ(severity("sgd_3x"), Severity::kWarning);
+  EXPECT_EQ(severity("unnamed_3x"), Severity::kWarning);
+  EXPECT_EQ(severity("adamw_30x"), Severity::kWarning);
+}
+
+// --- stale_run ---------------------------------------------------------------------------------
+
+// Real runs cut off mid-write (the first ~55% of the file) and silent for 70 minutes: an HF
+// linear decay and a warmup-cosine schedule were heading for an end they never reached. The
+// whole of a Keras run with an exponential decay (x0.9 per epoch, no end) and a cyclic LR (it
+// falls in every cycle) are quiet: stopping in them says nothing about being done.
+TEST_F(RealLifecycleTest, StaleRunNeedsAScheduleThatHeadsForAnEnd) {
+  WriteCutCopy(OnlyFile(kCpuRuns + "/healthy_hf_mlp_eval"), "cut_linear", 0.55);
+  WriteCutCopy(OnlyFile(kCpuRuns + "/healthy_mlp_warmup_cosine"), "cut_cosine", 0.55);
+  CopyCpuRuns({"healthy_cnn_keras", "cyclic_lr_oscillation"});
+  Evaluation ev = EvaluateAfter(70);
+  for (const char* cut : {"cut_linear", "cut_cosine"}) {
+    auto s = Of(ev, "stale_run", cut);
+    ASSERT_EQ(s.size(), 1u) << cut;
+    EXPECT_NE(s[0].message.find("still decaying"), std::string::npos) << s[0].message;
+  }
+  EXPECT_TRUE(Of(ev, "stale_run", "healthy_cnn_keras").empty()) << Of(ev, "stale_run", "healthy_cnn_keras")[0].message;
+  EXPECT_TRUE(Of(ev, "stale_run", "cyclic_lr").empty()) << Of(ev, "stale_run", "cyclic_lr")[0].message;
+}
+
+// Generated: the same stop at 60% of a linear and of an exponential decay from the same peak.
+TEST_F(RealLifecycleTest, StaleRunReadsTheDecaysShape) {
+  auto loss = [](int64_t s) { return 2.0 * std::exp(-s / 300.0) + 0.2; };
+  WriteRun("linear", 600, {Tag{"train/loss", loss}, Tag{"lr", [](int64_t s) { return 1e-3 * (1 - s / 1000.0); }}});
+  WriteRun("exponential", 600,
+           {Tag{"train/loss", loss}, Tag{"lr", [](int64_t s) { return 1e-3 * std::pow(0.999, s); }}});
+  Evaluation ev = EvaluateAfter(70);
+  EXPECT_EQ(DiagnoseFixture::Of(ev, "stale_run", "linear").size(), 1u);
+  EXPECT_TRUE(DiagnoseFixture::Of(ev, "stale_run", "exponential").empty());
+}
+
+}  // namespace
+}  // namespace tw::diagnose
