@@ -1112,37 +1112,9 @@ int Main(const Options& opt) {
 #define TW_SOURCE_DIR "."
 #endif
 
-struct Family {
-  std::string name;
-  std::vector<std::string> rules;
-};
-
-// The families of the issue, then the rules it does not name (each a family of its own).
-const std::vector<Family>& Families() {
-  static const std::vector<Family> f = {
-      {"non_finite", {"non_finite_loss"}},
-      {"divergence", {"loss_divergence"}},
-      {"spikes", {"loss_spikes"}},
-      {"stuck", {"loss_at_chance", "loss_constant", "loss_plateau"}},
-      {"oscillation", {"loss_oscillation"}},
-      {"validation", {"overfitting", "val_stall", "val_constant"}},
-      {"lr_schedule", {"lr_schedule_misaligned"}},
-      {"epoch_boundary", {"epoch_boundary_jumps"}},
-      {"gradients", {"grad_explosion", "grad_vanishing", "grad_clip_saturation", "layer_grad_imbalance"}},
-      {"resources", {"step_time_creep", "memory_growth"}},
-      {"stale", {"stale_run"}},
-      {"grokking", {"grokking"}},                               // not in the issue's list
-      {"weights", {"weight_norm_runaway", "update_ratio_off"}},  // not in the issue's list
-  };
-  return f;
-}
-
-std::string FamilyOf(const std::string& rule) {
-  for (const Family& f : Families())
-    for (const std::string& r : f.rules)
-      if (r == rule) return f.name;
-  return rule;  // an unknown rule is a family of its own
-}
+using testing::FamilyOf;
+using Family = testing::RuleFamily;
+const std::vector<Family>& Families() { return testing::RuleFamilies(); }
 
 using testing::RealLabel;
 

@@ -1,7 +1,9 @@
 #include "support/real_labels.h"
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "store/db.h"
@@ -65,6 +67,47 @@ Result<std::vector<RealLabel>> ReadRealLabels(const std::string& path) {
   std::vector<RealLabel> out;
   for (const std::string& run : order) out.push_back(by[run]);
   return out;
+}
+
+const std::vector<RuleFamily>& RuleFamilies() {
+  static const std::vector<RuleFamily> f = {
+      {"non_finite", {"non_finite_loss"}},
+      {"divergence", {"loss_divergence"}},
+      {"spikes", {"loss_spikes"}},
+      {"stuck", {"loss_at_chance", "loss_constant", "loss_plateau"}},
+      {"oscillation", {"loss_oscillation"}},
+      {"validation", {"overfitting", "val_stall", "val_constant"}},
+      {"lr_schedule", {"lr_schedule_misaligned"}},
+      {"epoch_boundary", {"epoch_boundary_jumps"}},
+      {"gradients", {"grad_explosion", "grad_vanishing", "grad_clip_saturation", "layer_grad_imbalance"}},
+      {"resources", {"step_time_creep", "memory_growth"}},
+      {"stale", {"stale_run"}},
+      {"grokking", {"grokking"}},                               // not in the list
+      {"weights", {"weight_norm_runaway", "update_ratio_off"}},  // not in the list
+  };
+  return f;
+}
+
+std::string FamilyOf(const std::string& rule) {
+  for (const RuleFamily& f : RuleFamilies())
+    if (std::find(f.rules.begin(), f.rules.end(), rule) != f.rules.end()) return f.name;
+  return rule;
+}
+
+std::vector<std::string> LabelGaps(const RealLabel& label, const std::vector<FiredRule>& fired) {
+  std::set<std::string> gaps;
+  for (const std::string& rule : label.expect) {
+    const std::string family = FamilyOf(rule);
+    if (std::none_of(fired.begin(), fired.end(), [&](const FiredRule& f) { return FamilyOf(f.rule) == family; }))
+      gaps.insert("miss " + family);
+  }
+  if (label.expect.empty()) {
+    std::set<std::string> weak;
+    for (const std::string& rule : label.weak) weak.insert(FamilyOf(rule));
+    for (const FiredRule& f : fired)
+      if (f.loud && !weak.count(FamilyOf(f.rule))) gaps.insert("alarm " + f.rule);
+  }
+  return {gaps.begin(), gaps.end()};
 }
 
 }  // namespace tw::testing

@@ -28,4 +28,23 @@ struct RealLabel {
 // The labels in `path`, in key order; keys whose value is no object ("_about") are skipped.
 Result<std::vector<RealLabel>> ReadRealLabels(const std::string& path);
 
+// The rule families the labels are scored by: a label is caught when any rule of its family
+// fired (the families, then the rules it does not name, each a family of its own).
+struct RuleFamily {
+  std::string name;
+  std::vector<std::string> rules;
+};
+const std::vector<RuleFamily>& RuleFamilies();
+std::string FamilyOf(const std::string& rule);  // an unknown rule is a family of its own
+
+// What fired on one run (unmuted, not pending): the rule, and whether at warning or worse.
+struct FiredRule {
+  std::string rule;
+  bool loud = false;
+};
+// Where the findings fall short of the label: "miss FAMILY" for each expected family none of
+// whose rules fired, and "alarm RULE" for each rule at warning or worse on a healthy run (one
+// expecting nothing) outside its weak families. Sorted.
+std::vector<std::string> LabelGaps(const RealLabel& label, const std::vector<FiredRule>& fired);
+
 }  // namespace tw::testing
