@@ -29,8 +29,8 @@
 --   fiftieth of the run, 5 points at least) was this much (relative) below chance: below
 --   chance is learning; above it (a blow-up, a bouncing bias) is no better than a guess
 -- param acc_tol = 0.3: an accuracy within this (relative) of 1/K is at chance; one above
---   (1 + acc_tol)/K that also rose by acc_tol/K during the stay shows learning and keeps the
---   rule quiet (a flat accuracy above 1/K is the majority class of an imbalanced set)
+--   (1 + acc_tol)/K shows learning and keeps the rule quiet, unless it stayed flat (within
+--   acc_tol/K of where the stay began) below 2/K: the majority class of an imbalanced set
 --
 -- K comes from the hyperparameters (num_labels, num_classes, vocab_size, ...), from an
 -- accuracy series at chance (1/K, or the majority share), or, with tighter bounds, from
@@ -163,5 +163,9 @@ SELECT series_id, since AS onset_step, since AS first_step, hi AS last_step,
 FROM judged
 WHERE rank = 1
   AND (hi - since >= :min_steps OR epochs >= :min_epochs OR seconds >= :min_seconds OR evals >= :min_evals)
-  -- An accuracy above chance for this K, and rising, says the model learned something.
-  AND (acc IS NULL OR acc <= (1 + :acc_tol) / k OR k = 2 AND acc <= 0.75 OR COALESCE(acc_rise, 0) <= :acc_tol / k)
+  -- An accuracy above chance for this K says the model learned something, unless it is flat
+  -- and below 2/K: a net guessing uniformly predicts some one class, and scores that class's
+  -- share (a majority share above 2/K would put the label entropy, which a net that learned
+  -- only the prior reaches, well below ln K).
+  AND (acc IS NULL OR acc <= (1 + :acc_tol) / k OR k = 2 AND acc <= 0.75
+       OR k > 2 AND acc <= 2.0 / k AND COALESCE(acc_rise, 0) <= :acc_tol / k)
