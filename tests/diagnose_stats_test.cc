@@ -228,6 +228,37 @@ TEST(Stats, MannKendallStrictlyMonotone) {
   EXPECT_NEAR(MannKendallZ(down), -44 / std::sqrt(125.0), 1e-12);
 }
 
+// ---- rank von Neumann ----
+
+TEST(Stats, RankVonNeumannByHand) {
+  // 1..10 in order: successive ranks differ by 1, so the ratio is 9 / 82.5; the variance
+  // under independence is 4 * 8 * 471 / (5 * 10 * 11 * 81).
+  Vec up;
+  for (int i = 0; i < 10; ++i) up.push_back(i);
+  const double sd = std::sqrt(4.0 * 8 * 471 / (5.0 * 10 * 11 * 81));
+  EXPECT_NEAR(RankVonNeumannZ(up), (2 - 9 / 82.5) / sd, 1e-12);
+  EXPECT_EQ(RankVonNeumannZ(Vec(20, 1.0)), 0);  // no spread: nothing to test
+  EXPECT_EQ(RankVonNeumannZ(Vec{1, 2, 3}), 0);   // too short
+}
+
+TEST(Stats, RankVonNeumannTellsSwingsFromNoise) {
+  // Independent noise, spiky noise: within chance, for every seed.
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    Vec y = Noise(300, 0.3, seed);
+    EXPECT_LT(std::abs(RankVonNeumannZ(y)), 3.5) << seed;
+    for (size_t i = 7; i < y.size(); i += 23) y[i] += 3;  // 10x spikes in log units
+    EXPECT_LT(std::abs(RankVonNeumannZ(y)), 3.5) << seed;
+  }
+  // A swing of period 12 under the same noise: neighbours alike.
+  Vec slow = Noise(300, 0.3, 7), fast = Noise(300, 0.3, 8);
+  for (size_t i = 0; i < slow.size(); ++i) {
+    slow[i] += 0.5 * std::sin(2 * std::numbers::pi * static_cast<double>(i) / 12);
+    fast[i] += (i % 2 ? 0.5 : -0.5);  // period 2: neighbours alternate
+  }
+  EXPECT_GT(RankVonNeumannZ(slow), 5);
+  EXPECT_LT(RankVonNeumannZ(fast), -5);
+}
+
 TEST(Stats, MannKendallWithTies) {
   // {1, 2, 2, 3}: S = 5 (the 2-2 pair is 0); Var = (4*3*13 - 2*1*9) / 18 = 138/18.
   EXPECT_NEAR(MannKendallZ(Vec{1, 2, 2, 3}), 4 / std::sqrt(138.0 / 18), 1e-12);
@@ -504,6 +535,26 @@ TEST(Stats, DominantPeriodSine) {
   for (size_t i = 0; i < y.size(); ++i)
     y[i] = std::sin(2 * std::numbers::pi * static_cast<double>(i) / 37) - 1e-3 * i;
   EXPECT_EQ(DominantPeriod(y, 2, 600).period, 37);
+}
+
+TEST(Stats, DominantPeriodTroughTellsASwingFromASmoothCurve) {
+  // A swing turns around within its period: the autocorrelation of its differences is
+  // negative near half the period.
+  Vec sine(500);
+  for (size_t i = 0; i < sine.size(); ++i) sine[i] = std::sin(2 * std::numbers::pi * static_cast<double>(i) / 8);
+  const Period swing = DominantPeriod(sine, 2, 10);
+  EXPECT_EQ(swing.period, 8);
+  EXPECT_NEAR(swing.trough, DiffAcf(sine, 4), 1e-9);  // half the period: r = -1
+  EXPECT_LT(swing.trough, -0.9);
+  // A smooth descent whose slope wanders slowly (an AR(1) slope): every short lag is
+  // positive (0.9^k), the largest at the shortest lag searched: no period to speak of.
+  Vec slope = Noise(500, 0.02, 5), smooth(500, 0);
+  for (size_t i = 1; i < slope.size(); ++i) {
+    slope[i] += 0.9 * slope[i - 1];
+    smooth[i] = smooth[i - 1] + slope[i] - 0.002;
+  }
+  const Period flat = DominantPeriod(smooth, 2, 10);
+  EXPECT_GT(flat.trough, 0);
 }
 
 TEST(Stats, DominantPeriodPrefersTheFundamental) {

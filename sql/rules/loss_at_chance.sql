@@ -13,26 +13,37 @@
 --   zero weights; the logits' spread at step 0) and that gradients reach every layer; try an
 --   LR 10x higher.
 -- param min_points = 8: loss points at chance, at least
--- param min_steps = 1000: and the stretch spans this many steps, or min_epochs epochs, or
---   min_seconds of the run's time (a classifier starts at chance: only a long stay counts)
--- param min_epochs = 2: epochs (from an epoch series) spent at chance, alternatively
+-- param min_steps = 1000: and the stay spans this many steps, or min_epochs epochs, or
+--   min_seconds of the run's time, or min_evals evaluations (a classifier starts at chance:
+--   only a long stay counts)
+-- param min_epochs = 2: epochs spent at chance, alternatively (from an epoch series, or the
+--   steps of a Keras `epoch_*` tag, which are epochs)
 -- param min_seconds = 1800: seconds of wall time spent at chance, alternatively
--- param start_tol = 0.03: the first and the latest values (medians of a tenth of the run) are
---   within this (relative) of the chance level, for a K the hparams or an accuracy at chance give
+-- param min_evals = 3: validation evaluations during the stay, alternatively (each one a
+--   look at held-out data that found no learning)
+-- param start_tol = 0.03: the stay's median and its latest tenth (and, for a stay from the
+--   start, its first tenth) are within this (relative) of the chance level, for a K the
+--   hparams or an accuracy at chance give
 -- param bare_tol = 0.015: the same for a K guessed from common class counts alone
--- param stay_tol = 0.05: and this share of the points lies within stay_tol of it ...
--- param stay_share = 0.9: ... at least
+-- param stay_tol = 0.05: the stay begins after the last time the curve (the median of each
+--   fiftieth of the run, 5 points at least) was this much (relative) below chance: below
+--   chance is learning; above it (a blow-up, a bouncing bias) is no better than a guess
 -- param acc_tol = 0.3: an accuracy within this (relative) of 1/K is at chance; one above
---   (1 + acc_tol)/K shows learning and keeps the rule quiet
+--   (1 + acc_tol)/K shows learning and keeps the rule quiet, unless it stayed flat (within
+--   acc_tol/K of where the stay began) below 2/K: the majority class of an imbalanced set
 --
 -- K comes from the hyperparameters (num_labels, num_classes, vocab_size, ...), from an
 -- accuracy series at chance (1/K, or the majority share), or, with tighter bounds, from
 -- common class counts and vocabulary sizes. The loss must sit at ln K (or at the one-hot MSE
--- level (K-1)/K^2 when the tag says mse or the accuracy is at 1/K) from its first values to its
--- latest: a loss that started at chance and later fell (an S-curve, or any classifier after
--- its first steps) is not reported, and a finding resolves once it falls. A stay of a few
--- points is what every classifier shows at its start, hence min_steps / min_epochs /
--- min_seconds.
+-- level (K-1)/K^2 when the tag says mse or the accuracy is at 1/K) up to its latest values,
+-- since where it last did better than chance: from its first values (a dead init, shuffled
+-- labels, an LR far too low), or since it came back to chance after learning (a blow-up that
+-- killed the ReLUs; then K must come from the hparams or an accuracy, not a guess). A loss
+-- that started at chance and later fell (an S-curve, or any classifier after its first
+-- steps) is not reported, and a finding resolves once it falls. A stay of a few points is
+-- what every classifier shows at its start, hence min_steps / min_epochs / min_seconds /
+-- min_evals. The training accuracy is read only without a validation one: a net can
+-- memorise shuffled labels (train accuracy rising) while it predicts held-out data at chance.
 WITH pts AS (
   SELECT series_id, tag, step, wall_time, value FROM role_points
   WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 AND value > 0
@@ -40,28 +51,32 @@ WITH pts AS (
   -- Each series' span; a "tenth" is a tenth of its steps, and two logging intervals at least
   -- (three points of a 10-point run).
   SELECT series_id, tag, count(*) AS n, min(step) AS lo, max(step) AS hi,
-         max(wall_time) - min(wall_time) AS seconds,
-         max(0.1 * (max(step) - min(step)), 2.0 * (max(step) - min(step)) / max(1, count(*) - 1)) AS tenth
+         max(0.1 * (max(step) - min(step)), 2.0 * (max(step) - min(step)) / max(1, count(*) - 1)) AS tenth,
+         max(1, min(50, count(*) / 5)) AS parts
   FROM pts GROUP BY series_id HAVING count(*) >= :min_points
 ), ends AS MATERIALIZED (
-  -- The first and the latest level: medians of the first and the last tenth.
-  SELECT s.series_id, s.tag, s.n, s.lo, s.hi, s.seconds,
-         tw_median(CASE WHEN p.step <= s.lo + s.tenth THEN p.value END) AS first_level,
-         tw_median(CASE WHEN p.step >= s.hi - s.tenth THEN p.value END) AS last_level
+  -- The latest level: the median of the last tenth.
+  SELECT s.*, tw_median(CASE WHEN p.step >= s.hi - s.tenth THEN p.value END) AS last_level
   FROM s JOIN pts p USING (series_id) GROUP BY s.series_id
-), spans AS MATERIALIZED (
-  SELECT ends.*,
-         (SELECT max(value) - min(value) FROM role_points e WHERE e.run_id = :run_id AND e.role = 'epoch'
-            AND e.value_class = 0 AND e.step BETWEEN ends.lo AND ends.hi) AS epochs
-  FROM ends
+), smooth AS MATERIALIZED (
+  -- The curve as the median of each fiftieth of its steps (5 points at least each).
+  SELECT series_id, min(step) AS from_step, max(step) AS to_step, tw_median(value) AS v
+  FROM (SELECT p.series_id, p.step, p.value,
+               CAST((p.step - s.lo) * s.parts / (s.hi - s.lo + 1) AS INTEGER) AS part
+        FROM pts p JOIN s USING (series_id))
+  GROUP BY series_id, part
+), acc_series AS MATERIALIZED (
+  -- Accuracy series (a percentage read as a fraction): validation ones where there are any.
+  SELECT series_id, tag, CASE WHEN max(value) > 1 THEN 100.0 ELSE 1.0 END AS scale
+  FROM role_points r WHERE run_id = :run_id AND value_class = 0
+    AND role = CASE WHEN EXISTS (SELECT 1 FROM run_roles WHERE run_id = :run_id AND role = 'val_acc')
+                    THEN 'val_acc' ELSE 'train_acc' END
+  GROUP BY series_id
 ), acc AS MATERIALIZED (
-  -- The highest recent accuracy of any accuracy series (a percentage read as a fraction).
-  SELECT max(a) AS a, (SELECT tag FROM run_roles WHERE run_id = :run_id AND series_id = x.series_id) AS tag
-  FROM (SELECT series_id, CASE WHEN m > 1 THEN m / 100 ELSE m END AS a
-        FROM (SELECT series_id,
-                     (SELECT tw_median(value) FROM (SELECT value FROM role_points q WHERE q.run_id = :run_id
-                        AND q.series_id = r.series_id AND q.value_class = 0 ORDER BY step DESC LIMIT 5)) AS m
-              FROM run_roles r WHERE r.run_id = :run_id AND r.role IN ('train_acc', 'val_acc'))) x
+  -- The highest recent accuracy (median of the last 5 points).
+  SELECT a.tag, (SELECT tw_median(value) / a.scale FROM (SELECT value FROM role_points q WHERE q.run_id = :run_id
+                   AND q.series_id = a.series_id AND q.value_class = 0 ORDER BY step DESC LIMIT 5)) AS a, a.series_id, a.scale
+  FROM acc_series a ORDER BY 2 DESC LIMIT 1
 ), me AS MATERIALIZED (
   SELECT root, CASE name WHEN '.' THEN '' ELSE name || '/' END AS lo,
          CASE name WHEN '.' THEN char(127) ELSE name || '0' END AS hi FROM runs WHERE run_id = :run_id
@@ -94,32 +109,63 @@ WITH pts AS (
   UNION ALL
   SELECT k, src, why, '(K-1)/K^2 for K = ' || k || ', a mean-squared error on one-hot targets at a uniform guess',
          (k - 1.0) / (k * k) FROM cand
-), matched AS MATERIALIZED (
+), latest AS MATERIALIZED (
+  -- Levels the latest values sit at.
   SELECT e.*, l.k, l.src, l.why, l.what, l.level,
-         abs(ln(e.first_level / l.level)) AS off_first, abs(ln(e.last_level / l.level)) AS off_last,
-         row_number() OVER (PARTITION BY e.series_id ORDER BY abs(ln(e.first_level / l.level))) AS rank
-  FROM spans e, levels l
-  WHERE abs(ln(e.first_level / l.level)) <= CASE l.src WHEN 'common' THEN :bare_tol ELSE :start_tol END
-    AND abs(ln(e.last_level / l.level)) <= CASE l.src WHEN 'common' THEN :bare_tol ELSE :start_tol END
+         CASE l.src WHEN 'common' THEN :bare_tol ELSE :start_tol END AS tol
+  FROM ends e, levels l
+  WHERE abs(ln(e.last_level / l.level)) <= CASE l.src WHEN 'common' THEN :bare_tol ELSE :start_tol END
     -- The one-hot MSE level only where the tag says so or an accuracy shows 1/K.
     AND (l.level = ln(l.k) OR l.src = 'accuracy' OR lower(e.tag) LIKE '%mse%')
-), judged AS MATERIALIZED (
-  SELECT m.*,
-         (SELECT avg(abs(ln(p.value / m.level)) <= :stay_tol) FROM role_points p WHERE p.run_id = :run_id
-            AND p.series_id = m.series_id AND p.value_class = 0 AND p.value > 0) AS stay,
+), stay AS MATERIALIZED (
+  -- The stay at chance begins after the curve last did better than chance.
+  SELECT x.*, COALESCE((SELECT min(p.step) FROM pts p WHERE p.series_id = x.series_id AND p.step >
+                          (SELECT max(to_step) FROM smooth m WHERE m.series_id = x.series_id
+                             AND m.v < x.level * exp(-:stay_tol))), x.lo) AS since
+  FROM latest x
+), measured AS MATERIALIZED (
+  SELECT y.*,
+         (SELECT tw_median(value) FROM pts p WHERE p.series_id = y.series_id AND p.step >= y.since) AS stay_level,
+         (SELECT tw_median(value) FROM pts p WHERE p.series_id = y.series_id AND p.step <= y.lo + y.tenth) AS first_level,
+         (SELECT count(*) FROM pts p WHERE p.series_id = y.series_id AND p.step >= y.since) AS stay_n,
+         (SELECT max(wall_time) - min(wall_time) FROM pts p WHERE p.series_id = y.series_id AND p.step >= y.since) AS seconds,
+         -- Epochs: a Keras epoch_* tag counts them in its steps; else an epoch series.
+         CASE WHEN y.tag LIKE 'epoch\_%' ESCAPE '\' THEN y.hi - y.since ELSE
+           (SELECT max(value) - min(value) FROM role_points e WHERE e.run_id = :run_id AND e.role = 'epoch'
+              AND e.value_class = 0 AND e.step BETWEEN y.since AND y.hi) END AS epochs,
+         (SELECT count(DISTINCT step) FROM role_points v WHERE v.run_id = :run_id AND v.value_class = 0
+            AND v.role IN ('val_loss', 'val_acc', 'val_metric') AND v.step BETWEEN y.since AND y.hi) AS evals,
+         -- The accuracy's rise over the stay (from its first value in the stay to its latest).
+         (SELECT acc.a - (SELECT value / acc.scale FROM role_points q WHERE q.run_id = :run_id AND q.series_id = acc.series_id
+                            AND q.value_class = 0 AND q.step >= y.since ORDER BY step LIMIT 1) FROM acc) AS acc_rise,
          (SELECT a FROM acc) AS acc
-  FROM matched m WHERE rank = 1
+  FROM stay y
+), judged AS MATERIALIZED (
+  SELECT m.*, row_number() OVER (PARTITION BY series_id ORDER BY abs(ln(stay_level / level))) AS rank
+  FROM measured m
+  WHERE abs(ln(stay_level / level)) <= tol
+    -- A stay from the start began at chance; one that came back there needs a K not guessed.
+    AND (since = lo AND abs(ln(first_level / level)) <= tol OR since > lo AND src != 'common')
+    AND stay_n >= :min_points
 )
-SELECT series_id, lo AS onset_step, lo AS first_step, hi AS last_step,
-       tag || ' has stayed at chance level for all ' || n || ' points (steps ' || lo || ' to ' || hi ||
-         CASE WHEN epochs >= 1 THEN ', ' || printf('%.0f', epochs) || ' epochs' ELSE '' END || '): ' ||
-         printf('%.4g', first_level) || ' at the start, ' || printf('%.4g', last_level) || ' now, against ' ||
+SELECT series_id, since AS onset_step, since AS first_step, hi AS last_step,
+       tag || CASE WHEN since = lo THEN ' has stayed at chance level for all ' || n || ' points (steps '
+                   ELSE ' came back to chance level and has stayed there for ' || stay_n || ' points (steps ' END ||
+         since || ' to ' || hi ||
+         CASE WHEN epochs >= 1 THEN ', ' || printf('%.0f', epochs) || ' epochs' ELSE '' END ||
+         CASE WHEN evals >= 1 THEN ', ' || evals || ' evaluations' ELSE '' END || '): ' ||
+         printf('%.4g', stay_level) || ' over that stretch, ' || printf('%.4g', last_level) || ' now, against ' ||
          printf('%.4g', level) || ' = ' || what || ' (K from ' || why || '); the model predicts no better than a guess' AS message,
        json_object('series', tag, 'chance_level', level, 'classes', k, 'classes_from', src,
-                   'first_level', first_level, 'last_level', last_level, 'share_at_chance', stay,
-                   'points', n, 'epochs', epochs, 'seconds', seconds, 'accuracy', acc) AS evidence
+                   'first_level', first_level, 'stay_level', stay_level, 'last_level', last_level,
+                   'since_step', since, 'points', stay_n, 'epochs', epochs, 'evaluations', evals,
+                   'seconds', seconds, 'accuracy', acc, 'accuracy_rise', acc_rise) AS evidence
 FROM judged
-WHERE stay >= :stay_share
-  AND (hi - lo >= :min_steps OR epochs >= :min_epochs OR seconds >= :min_seconds)
-  -- An accuracy above chance for this K says the model learned something.
-  AND (acc IS NULL OR acc <= (1 + :acc_tol) / k OR k = 2 AND acc <= 0.75)
+WHERE rank = 1
+  AND (hi - since >= :min_steps OR epochs >= :min_epochs OR seconds >= :min_seconds OR evals >= :min_evals)
+  -- An accuracy above chance for this K says the model learned something, unless it is flat
+  -- and below 2/K: a net guessing uniformly predicts some one class, and scores that class's
+  -- share (a majority share above 2/K would put the label entropy, which a net that learned
+  -- only the prior reaches, well below ln K).
+  AND (acc IS NULL OR acc <= (1 + :acc_tol) / k OR k = 2 AND acc <= 0.75
+       OR k > 2 AND acc <= 2.0 / k AND COALESCE(acc_rise, 0) <= :acc_tol / k)

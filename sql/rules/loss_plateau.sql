@@ -32,6 +32,12 @@
 --   training loss 10x below where it began has learned what this setup teaches, and flat is
 --   how a finished run looks (a converged floor); the plateaus worth a warning are the ones
 --   stuck after a small drop (2-5x), or never dropping
+-- param max_decel = 0.33: quiet after a drop whose second half (in steps, up to the flat
+--   stretch) fell by at most this fraction of its first half (log units): a loss decelerating
+--   into its floor (diminishing returns: a power law, an exponential approach) has converged;
+--   a steady descent that stopped short (a knee: the second half as steep as the first) is stuck
+-- param min_drop_points = 30: points in the drop before the flat stretch, at least, to read
+--   its deceleration
 -- param lr_low_share = 0.67: or when it is that low over this share of the flat stretch (a
 --   schedule that hit its floor early)
 --
@@ -65,7 +71,12 @@ WITH span AS MATERIALIZED (
 ), lr AS (
   SELECT max(value) AS hi FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
 ), v AS MATERIALIZED (
-  SELECT flat.*, exp(json_extract(whole, '$.start')) AS initial,
+  SELECT flat.*,
+         -- Where the loss started: its first logged value (the loss at initialisation), or
+         -- the trend line's start where that is higher. The line alone misses a drop made in
+         -- the first few steps (a fast start, then diminishing returns).
+         max(exp(json_extract(whole, '$.start')),
+             (SELECT value FROM pts p WHERE p.series_id = flat.series_id ORDER BY step LIMIT 1)) AS initial,
          -- The LR where the flat stretch begins (NULL without an lr series).
          (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'lr' AND value_class = 0
             AND step >= flat.since ORDER BY step LIMIT 1) AS lr_then, lr.hi AS lr_peak,
@@ -77,12 +88,27 @@ WITH span AS MATERIALIZED (
          1.0 * (span.hi - flat.since) / max(1, span.hi - span.lo) AS flat_frac,
          span.lo AS lo, span.hi AS hi
   FROM flat, lr, span
+), mid AS MATERIALIZED (
+  -- The level halfway (in steps) through the descent before the flat stretch: the median of
+  -- the tenth of its points nearest that step (three at least).
+  SELECT v.*, (SELECT tw_median(value) FROM (
+                 SELECT value, row_number() OVER (ORDER BY abs(p.step - (v.lo + v.since) / 2.0)) AS r,
+                        count(*) OVER () AS c
+                 FROM pts p WHERE p.series_id = v.series_id AND p.step BETWEEN v.lo AND v.since)
+               WHERE r <= max(3, c / 10)) AS mid_level,
+         (SELECT count(*) FROM pts p WHERE p.series_id = v.series_id AND p.step < v.since) AS drop_n
+  FROM v
 ), paced AS MATERIALIZED (
-  SELECT v.*, initial > 0 AND level <= (1 - :min_drop) * initial AS after_drop,
+  SELECT mid.*, initial > 0 AND level <= (1 - :min_drop) * initial AS after_drop,
+         -- The descent's second half against its first (log drops): ~1 for a steady descent
+         -- that stopped short (a knee), ~0 for diminishing returns, which is how a loss
+         -- approaching its floor looks (converged, not stuck).
+         CASE WHEN initial > mid_level AND mid_level > 0 AND level > 0
+              THEN ln(mid_level / level) / ln(initial / mid_level) END AS decel,
          -- The flat stretch's pace (upper bound, per step) over the drop's (per step).
          CASE WHEN since > lo AND hi > since AND initial > level AND level > 0
               THEN (progress_hi / (hi - since)) / (ln(initial / level) / (since - lo)) END AS rate_ratio
-  FROM v
+  FROM mid
 ), found AS (
   SELECT * FROM paced
   WHERE n >= :min_points AND flat_n >= :min_flat_points AND flat_frac >= :min_flat_frac
@@ -94,8 +120,13 @@ WITH span AS MATERIALIZED (
     -- Surely and clearly worse is no plateau (a noisy flat stretch may read a few % worse).
     AND NOT (progress_hi < 0 AND progress < -:max_progress_upper)
     AND level > :converged_ratio * initial                    -- converged to ~0 is done, not stuck
+    -- After a drop with diminishing returns, flat is the floor the curve was approaching.
+    -- (A drop over a handful of points shows no such shape: a loss that fell in its first
+    -- few steps and not at all in the long rest learned its output bias, not the task.)
+    AND NOT COALESCE(after_drop AND drop_n >= :min_drop_points AND decel <= :max_decel, 0)
 )
-SELECT series_id, since AS onset_step, since AS first_step, last_step,
+-- Flat from the start began at the start; flat after a drop, where the drop ended.
+SELECT series_id, CASE WHEN after_drop THEN since ELSE lo END AS onset_step, since AS first_step, last_step,
        CASE WHEN after_drop
          THEN tag || ' has been flat at about ' || printf('%.4g', level) || ' since step ' || since ||
               ' (' || printf('%.0f', 100 * flat_frac) || '% of the run) after dropping from ' ||
@@ -103,10 +134,12 @@ SELECT series_id, since AS onset_step, since AS first_step, last_step,
               '% over that stretch (at most ' || printf('%.1f', 100 * progress_hi) || '% better, given its noise' ||
               CASE WHEN rate_ratio < 1 THEN ': at most ' || printf('%.0f', 100 * max(rate_ratio, 0.01)) ||
                    '% of the pace of its drop' ELSE '' END || ')'
-         ELSE tag || ' has not moved from its initial level ' || printf('%.4g', initial) || ' in ' || n ||
-              ' points (now ' || printf('%.4g', level) || '): the model is not learning' END AS message,
+         ELSE tag || ' has stayed near its initial level ' || printf('%.4g', initial) || ' for all ' || n ||
+              ' points (now ' || printf('%.4g', level) || ', ' || printf('%+.0f', 100 * (level / initial - 1)) ||
+              '%; flat within ' || printf('%.1f', 100 * max(abs(progress), progress_hi)) ||
+              '% since step ' || since || '): the model is not learning' END AS message,
        json_object('series', tag, 'initial', initial, 'level', level, 'progress', progress,
                    'progress_upper', progress_hi, 'since_step', since, 'flat_fraction', flat_frac,
-                   'points', n, 'pace_vs_drop', rate_ratio, 'kind', CASE WHEN after_drop THEN 'after_drop' ELSE 'stuck' END) AS evidence
+                   'points', n, 'pace_vs_drop', rate_ratio, 'deceleration', decel, 'kind', CASE WHEN after_drop THEN 'after_drop' ELSE 'stuck' END) AS evidence
 FROM found
 WHERE after_drop OR n >= :stuck_min_points

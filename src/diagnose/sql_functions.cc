@@ -325,6 +325,23 @@ void SwingsFinal(Acc& a, sqlite3_context* ctx) {
     j.Num("ratio", s.log ? std::exp(q90 - q10) : (q10 > 0 ? q90 / q10 : NAN))
         .Num("level", Back(s, med)).Num("crossings", static_cast<double>(crossings))
         .Num("mk_z", stats::MannKendallZ(s.value));
+    // The same around the stretch's trend (a Theil-Sen line): swings riding on a descent.
+    // serial_z: is what is left of the unsmoothed curve around that line more than
+    // independent noise (stats::RankVonNeumannZ)?
+    const double slope = stats::TheilSenSlope(s.step, s.value);
+    std::vector<double> resid(s.value.size());
+    for (size_t i = 0; i < resid.size(); ++i) resid[i] = s.value[i] - slope * s.step[i];
+    const double icpt = stats::Median(resid);
+    for (double& r : resid) r -= icpt;
+    std::vector<double> dsm(sm.size());
+    for (size_t i = 0; i < sm.size(); ++i) dsm[i] = sm[i] - slope * s.step[i + w - 1] - icpt;
+    const double dmed = stats::Median(dsm);
+    int64_t dcross = 0;
+    for (size_t i = 1; i < dsm.size(); ++i) dcross += (dsm[i - 1] - dmed) * (dsm[i] - dmed) < 0;
+    const double d10 = stats::Quantile(dsm, 0.1), d90 = stats::Quantile(dsm, 0.9);
+    j.Num("trend_ratio", s.log ? std::exp(d90 - d10) : NAN)
+        .Num("trend_crossings", static_cast<double>(dcross))
+        .Num("serial_z", stats::RankVonNeumannZ(resid));
   }
   ResultJson(ctx, j);
 }
@@ -522,7 +539,7 @@ void PeriodFinal(Acc& a, sqlite3_context* ctx) {
                                           static_cast<int64_t>(Arg(a, 1, 1000)));
   Json j;
   j.Num("n", static_cast<double>(s.value.size())).Num("period_points", static_cast<double>(p.period))
-      .Num("strength", p.strength);
+      .Num("strength", p.strength).Num("trough", p.trough);
   if (p.period > 0 && s.step.size() >= 2) {
     const double gap = (s.step.back() - s.step.front()) / static_cast<double>(s.step.size() - 1);
     // The phase: where in the period the curve rises most (mean difference by position), i.e.

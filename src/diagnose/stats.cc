@@ -364,6 +364,33 @@ double MannKendallZ(std::span<const double> y) {
   return (static_cast<double>(s) - Sign(static_cast<double>(s))) / std::sqrt(var);
 }
 
+double RankVonNeumannZ(std::span<const double> y) {
+  const size_t n = y.size();
+  if (n < 10) return 0;
+  // Ranks, ties given their average rank.
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return y[a] < y[b]; });
+  std::vector<double> rank(n);
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j + 1 < n && y[order[j + 1]] == y[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) rank[order[k]] = 0.5 * static_cast<double>(i + j) + 1;
+    i = j + 1;
+  }
+  const double mean = 0.5 * (static_cast<double>(n) + 1);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    den += (rank[i] - mean) * (rank[i] - mean);
+    if (i + 1 < n) num += (rank[i] - rank[i + 1]) * (rank[i] - rank[i + 1]);
+  }
+  if (!(den > 0)) return 0;
+  // Bartels (1982): the ratio's variance under independence.
+  const double m = static_cast<double>(n);
+  const double var = 4 * (m - 2) * (5 * m * m - 2 * m - 9) / (5 * m * (m + 1) * (m - 1) * (m - 1));
+  return (2 - num / den) / std::sqrt(var);
+}
+
 TrailingZ TrailingRobustZ(std::span<const double> x, int window) {
   TrailingZ out{std::vector<double>(x.size(), kNaN), std::vector<double>(x.size(), kNaN)};
   if (window < 1 || static_cast<size_t>(window) >= x.size()) return out;
@@ -442,7 +469,10 @@ Period DominantPeriod(std::span<const double> y, int64_t min_period, int64_t max
   const size_t chosen = Fundamental(r, static_cast<size_t>(lo), best);
   Period p;
   p.strength = r[chosen];
-  if (p.strength >= 0.2) p.period = static_cast<int64_t>(chosen);
+  if (p.strength >= 0.2) {
+    p.period = static_cast<int64_t>(chosen);
+    p.trough = *std::min_element(r.begin() + 1, r.begin() + static_cast<std::ptrdiff_t>(chosen));
+  }
   return p;
 }
 

@@ -50,6 +50,15 @@ Binned BinnedMedians(std::span<const double> x, std::span<const double> y, size_
 // 0 when fewer than 3 points.
 double MannKendallZ(std::span<const double> y);
 
+// Bartels' rank von Neumann test of serial dependence: the mean squared difference of
+// successive ranks over their variance is 2 for independent values (white noise, a batch's
+// sampling noise), below 2 when neighbours are alike (swings longer than the logging
+// interval, a trend) and above 2 when they alternate (a period of 2-3 points). Returns
+// (2 - ratio) / its standard deviation under independence: ~N(0, 1) for noise, positive for
+// slow swings, negative for alternation. Rank-based, so a few spikes cannot fake it. 0 below
+// 10 values or when every value is the same.
+double RankVonNeumannZ(std::span<const double> y);
+
 // Trailing robust z: for each i >= window, with m and d the median and MAD of
 // x[i-window, i), z[i] = 0.6745 * (x[i] - m) / d (Iglewicz–Hoaglin modified z); level[i] = m.
 // When d is 0 (a constant window) d is replaced by max(1e-12, 1e-6 * |m|), so a constant
@@ -85,6 +94,10 @@ PowerLaw FitPowerLaw(std::span<const double> t, std::span<const double> y);
 struct Period {
   int64_t period = 0;
   double strength = 0;
+  // The lowest autocorrelation at the lags short of the period (1 .. period - 1): negative
+  // where the curve turns around within a period (a swing's half period), positive at every
+  // short lag for a curve that is merely smooth. 0 when no period was found.
+  double trough = 0;
 };
 Period DominantPeriod(std::span<const double> y, int64_t min_period, int64_t max_period);
 
