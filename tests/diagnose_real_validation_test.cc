@@ -59,10 +59,10 @@ TEST_F(RealValidationTest, OverfittingOnYoloRunsIsJudgedOncePerEpochAndByTheScor
 }
 
 // Keras CNN on 128 noisy images: validation loss 1.633 (epoch 8) -> 2.813 while validation
-// accuracy holds near 0.60 (best 0.629). The loss gave back 177% of what it gained from its first
-// evaluation (2.298): confidently wrong predictions, a warning although the score holds. With
-// the give-back bar above that, the same rise is read as calibration: information that names
-// the score that held.
+// accuracy holds near 0.60 (best 0.629). The loss is above its first evaluation (2.298): it gave
+// back 177% of what it gained, confidently wrong predictions, a warning although the score
+// holds. With the give-back bar above that, the same rise is read as calibration: information
+// that names the score that held.
 TEST_F(RealValidationTest, AHoldingScoreTurnsAMildLossRiseIntoACalibrationNote) {
   auto warn = Of(Evaluate({CpuRuns()}), "overfitting", "overfit_keras_cnn/train");
   ASSERT_EQ(warn.size(), 1u);

@@ -18,9 +18,10 @@
 -- param noise_k_trend = 1.5: the same where validation's rise since the best is a trend (z >=
 --   val_z): the best of many noisy evaluations sits a sd or two low by selection, which a
 --   trend does not explain
--- param giveback = 0.5: where a validation score holds (below), a rising validation loss is
+-- param giveback = 1: where a validation score holds (below), a rising validation loss is
 --   still a warning once it has given back this share of what it gained from its first
---   evaluation to its best: the predictions are by then confidently wrong
+--   evaluation to its best: at 1, it is worse than at its first evaluation, the model's
+--   probabilities worse than before it learned anything from this data (confidently wrong)
 --
 -- Validation is a loss (lower is better) or a score where higher is better (val_acc, and
 -- val_metric: mIoU, mAP, F1); a score is read negated, so "best" is its maximum and "rising"
@@ -32,7 +33,7 @@
 -- mAP, F1) holds at its best is the model growing overconfident, less calibrated, while its
 -- decisions stay right: a practitioner keeps the checkpoint by the score, and the rising loss is
 -- a warning sign of later degradation, not harm yet. Such a loss is reported as information,
--- unless it has given back most of what it learned (giveback).
+-- unless it has given back all it learned (giveback).
 WITH val AS (
   SELECT series_id, tag, role, direction, step, CASE WHEN direction > 0 THEN -value ELSE value END AS value
   FROM (SELECT series_id, tag, role, direction, step, max(value) AS value FROM role_points
@@ -101,6 +102,12 @@ SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
                 printf('%.4g', json_extract(score, '$.best')) || ' at step ' || json_extract(score, '$.best_step') ||
                 '. The model is growing overconfident (less calibrated) while its decisions stay right: keep the ' ||
                 'checkpoint by the score, and watch it.'
+           WHEN score IS NOT NULL
+           THEN '; ' || json_extract(score, '$.tag') || ' held (' || printf('%.4g', json_extract(score, '$.last')) ||
+                ', its best ' || printf('%.4g', json_extract(score, '$.best')) || '), but the loss is now ' ||
+                CASE WHEN last >= first THEN 'above' ELSE 'near' END || ' its first evaluation (' ||
+                printf('%.4g', first) || '): the model is confidently wrong where it errs. ' ||
+                'The best checkpoint is the one at step ' || best_step || '.'
            ELSE '. The best checkpoint is the one at step ' || best_step || '.' END AS message,
        json_object('series', tag, 'role', role, 'higher_is_better', direction > 0,
                    'best_val_step', best_step, 'best_val', abs(best), 'last_val', abs(last), 'first_val', abs(first),
