@@ -48,9 +48,10 @@ class RealValidationTest : public testing::DiagnoseFixture {
 // for real: mAP_0.5 0.935 at epoch 29 -> 0.697.
 TEST_F(RealValidationTest, OverfittingOnYoloRunsIsJudgedOncePerEpochAndByTheScore) {
   REQUIRE_SICK_CORPUS();
-  Evaluation ev = Evaluate({sick + "/ultralytics-yolov8-torch-summarywriter/AlanYuzhe__yolo8-transformer-drown",
-                            sick + "/yolov5-torch-summarywriter/chaoyu1999__FPSAutomaticAiming"});
-  for (const auto& o : Of(ev, "overfitting", "train13")) EXPECT_LT(o.severity, Severity::kWarning) << o.message;
+  Evaluation ev = Evaluate({sick + "/ultralytics-yolov8-torch-summarywriter", sick + "/yolov5-torch-summarywriter"});
+  // Read 11 times per epoch, the rise looked significant (no noise between the copies) and
+  // only the holding score kept it from a warning; read once, there is nothing to report.
+  for (const auto& o : Of(ev, "overfitting", "train13")) ADD_FAILURE() << o.message;
   EXPECT_TRUE(testing::DiagnoseFixture::Alarms(ev, "train13", true).empty());
   auto map = On(ev, "overfitting", "chaoyu1999", "metrics/mAP_0.5");
   ASSERT_EQ(map.size(), 1u);
@@ -116,6 +117,18 @@ TEST_F(RealValidationTest, ValConstantOnAScoreThatNeverMoved) {
   EXPECT_EQ(On(ev, "val_constant", "dead_relu_zero_init", "val_acc").size(), 1u);
   EXPECT_TRUE(On(ev, "val_constant", "multistep_floor_early_lightning", "val_acc").empty());
   EXPECT_TRUE(Of(ev, "val_constant", "8ojozwo6").empty());  // healthy twin
+}
+
+// A Keras test asset whose epoch_val_acc is exactly 1 at all 17 epochs: a solved task, not a
+// frozen evaluation.
+TEST_F(RealValidationTest, ValConstantLeavesASaturatedScoreAlone) {
+  const std::string corpus = testing::CorpusDir();
+  if (corpus.empty()) GTEST_SKIP() << "../shared/corpus not found";
+  Evaluation ev = Evaluate({corpus + "/keras-2-tf1-callback/wandb__wandb/tests"});
+  bool seen = false;
+  for (const auto& v : ev.verdicts) seen |= v.run.find("assets") != std::string::npos;
+  ASSERT_TRUE(seen);
+  EXPECT_TRUE(Of(ev, "val_constant", "assets").empty());
 }
 
 // --- val_stall on a fast run --------------------------------------------------------------------
