@@ -36,7 +36,7 @@ WITH src AS (
     AND p.series_id IN (SELECT series_id FROM src)
   GROUP BY p.series_id, p.step
 ), span AS MATERIALIZED (
-  SELECT series_id, min(step) AS lo, max(step) AS hi, tw_median(value) AS med FROM fin GROUP BY series_id
+  SELECT series_id, min(step) AS lo, max(step) AS hi, tw_median(value) AS med, max(value) AS top FROM fin GROUP BY series_id
 ), agg AS MATERIALIZED (
   -- (tw_median skips NULLs: one pass gives the early and the recent median.)
   SELECT series_id, tag, count(*) AS n, tw_trend(step, ln(value)) AS j,
@@ -54,7 +54,8 @@ WITH src AS (
          min(value, lead(value, 1) OVER o, lead(value, 2) OVER o) AS low3,
          lead(step, 2) OVER o AS step3,
          min(value) OVER (PARTITION BY series_id ORDER BY step ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
-  FROM fin WINDOW o AS (PARTITION BY series_id ORDER BY step)
+  FROM fin WHERE series_id IN (SELECT series_id FROM span WHERE top >= :burst_ratio * med)  -- (a burst is possible)
+  WINDOW o AS (PARTITION BY series_id ORDER BY step)
 ), burst AS MATERIALIZED (
   SELECT w.series_id, w.tag, min(w.step) AS onset, span.med, span.lo, span.hi,
          (SELECT count(*) FROM fin f WHERE f.series_id = w.series_id) AS n

@@ -49,10 +49,14 @@ WITH val AS (
          (SELECT min(wall_time) FROM role_points p WHERE p.run_id = :run_id AND p.series_id = b.series_id
             AND p.step = b.best_step) AS seconds,
          (SELECT max(step) FROM role_points p WHERE p.run_id = :run_id AND p.role = 'train_loss') AS train_last,
-         (SELECT min(step) FROM role_points p WHERE p.run_id = :run_id AND p.role = 'train_loss') AS train_first,
-         (SELECT json_extract(tw_trend(p.step, p.value), '$.mk_z') FROM role_points p WHERE p.run_id = :run_id
-            AND p.role = 'train_loss' AND p.value_class = 0 AND p.step >= b.best_step) AS train_z
+         (SELECT min(step) FROM role_points p WHERE p.run_id = :run_id AND p.role = 'train_loss') AS train_first
   FROM b WHERE evals >= :patience
+), stalled AS MATERIALIZED (
+  -- (The training loss's trend is read only for a stall long enough to report.)
+  SELECT timed.*, (SELECT json_extract(tw_trend(p.step, p.value), '$.mk_z') FROM role_points p WHERE p.run_id = :run_id
+                     AND p.role = 'train_loss' AND p.value_class = 0 AND p.step >= timed.best_step) AS train_z
+  FROM timed WHERE train_last > best_step
+    AND (seconds >= :patience_seconds OR train_last - best_step >= :patience_frac * (train_last - train_first))
 )
 SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
        tag || ' has not improved by ' || printf('%.2g', 100 * delta) || '% for ' || evals ||
@@ -62,5 +66,4 @@ SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
          ' at step ' || best_step || '; training went on to step ' || train_last AS message,
        json_object('series', tag, 'role', role, 'higher_is_better', direction > 0, 'best_step', best_step,
                    'best', abs(best), 'evaluations_since', evals, 'seconds_since', seconds, 'last', abs(last)) AS evidence
-FROM timed WHERE train_last > best_step AND train_z <= :train_z
-  AND (seconds >= :patience_seconds OR train_last - best_step >= :patience_frac * (train_last - train_first))
+FROM stalled WHERE train_z <= :train_z
