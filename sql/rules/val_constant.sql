@@ -52,8 +52,12 @@ SELECT series_id, since AS onset_step, since AS first_step, last_step,
        tag || ' is exactly ' || printf('%.7g', val) || ' at every evaluation from step ' || since || ' to ' ||
          last_step || ' (' || same || ' evaluations) while the training loss took ' || train_values ||
          ' different values' ||
-         CASE WHEN role = 'val_loss' THEN ''
+         CASE WHEN role = 'val_loss' AND val = 0 THEN ': a loss of exactly 0 at every evaluation means the validation ' ||
+                   'set has nothing to score (no targets of this kind: empty or missing labels)'
+              WHEN role = 'val_loss' THEN ''
               WHEN val = 0.5 THEN ': 0.5 is chance for an AUC, the predictions never changed'
+              WHEN val = 0 THEN ': not one right answer at any evaluation, or nothing to score (an empty or unlabelled ' ||
+                   'validation set)'
               ELSE ': the predictions on the validation set never changed (a score stuck from the first evaluation ' ||
                    'is usually one class predicted for every input: chance, or that class''s share)' END AS message,
        json_object('series', tag, 'role', role, 'value', val, 'evaluations', same, 'since_step', since,
