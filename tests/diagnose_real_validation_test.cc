@@ -178,6 +178,25 @@ TEST_F(RealValidationTest, GradExplosionBurstOnAPerLayerNorm) {
   EXPECT_TRUE(Of(ev, "grad_explosion", "wt8p3buo").empty());  // a norm of exactly 0: vanishing
 }
 
+// Generated: a run that logs only per-layer norms, two of them; the one that explodes is read
+// whichever of them stands in for the global norm.
+TEST_F(RealValidationTest, GradExplosionReadsEachLayerWhenNoGlobalNormIsLogged) {
+  auto flat = [](int64_t s) { return 0.5 + 0.01 * static_cast<double>(s % 7); };
+  for (const std::string bad : {"0", "1"}) {
+    const std::string other = bad == "0" ? "1" : "0";
+    WriteRun("layers_" + bad, 400,
+             {{"grad_norm/layer_" + other, flat},
+              {"grad_norm/layer_" + bad, [&](int64_t s) { return s < 200 ? flat(s) : flat(s) * std::exp(0.03 * (s - 200)); }},
+              {"Loss/train", [](int64_t s) { return 2.0 / std::sqrt(1.0 + static_cast<double>(s)); }}});
+  }
+  Evaluation ev = Evaluate({Root()});
+  for (const std::string bad : {"0", "1"}) {
+    auto g = Of(ev, "grad_explosion", "layers_" + bad);
+    ASSERT_EQ(g.size(), 1u) << bad;
+    EXPECT_EQ(g[0].series, "grad_norm/layer_" + bad);
+  }
+}
+
 // Norms that start high and fall as the loss does (64 samples memorised: 0.78 at step 1, median
 // 0.0024; a transformer's first steps) are many times their median for many points in a row,
 // but never rose above an earlier level; single spikes of a GPU run that recovers, and of a

@@ -1,7 +1,6 @@
 -- id: grad_explosion
 -- title: Gradient norm is exploding
 -- severity: critical
--- roles: grad_norm
 -- cause: Training is becoming unstable: the learning rate is too high for the current
 --   curvature, there is no (or too loose) gradient clipping, or activations grow without
 --   normalization (deep nets without residual scaling, RNNs).
@@ -23,7 +22,9 @@
 -- rate with an adaptive optimizer). One spike is not a burst (noisy per-step norms have them),
 -- and a norm that starts high and falls (large early gradients) never rose above an earlier level.
 -- A burst that settled is a warning (the run survived it); one still going on is critical.
--- The series: the global norm, or where the run logs only per-layer norms, each layer's.
+-- The series: the global norm, or where the run logs only per-layer norms, each layer's (so the
+-- header names no role: a run with layer norms alone has no grad_norm; without either, the
+-- query finds no series and costs nothing).
 WITH src AS (
   SELECT DISTINCT series_id FROM run_roles WHERE run_id = :run_id AND
     (role = 'grad_norm' OR (role = 'grad_norm_layer' AND NOT EXISTS (
