@@ -9,6 +9,9 @@
 --   accumulation), and check the scheduler is stepped as often as its total assumes.
 -- param floor_frac = 0.15: the LR sat at its floor for at least this fraction of the run
 -- param min_levels = 10: distinct LR values before the floor (a continuous decay, not a step schedule)
+-- param step_floor_frac = 0.5: a step schedule (fewer levels) sat at its floor for at least this
+--   fraction of the run: the classic recipes drop late (ResNet at 1/3 and 2/3 of the epochs,
+--   CIFAR at 50% and 75%, detectron2 near the end) and spend a third of the run there at most
 -- param long_warmup = 0.2: a warmup longer than this fraction of the run is odd
 -- param constant_min_steps = 5000: a run this long with one LR value surely meant a schedule
 -- param warmup_start = 0.5: a warmup starts at most this fraction of the peak (an LR that starts
@@ -17,7 +20,8 @@
 -- param ended_silence = 600: ... and is over: an exit code or a logged stop, or silent this many
 --   seconds and ten of its logging intervals
 --
--- Four readings of the LR curve, each a row: decayed to its floor long before the end; a warmup
+-- Four readings of the LR curve, each a row: decayed to its floor long before the end (a
+-- continuous decay, or steps that reached their last level before half the run); a warmup
 -- that never ended (a warning: the run is over with the LR still rising, or at its peak when a
 -- decay had begun or the hyperparameters plan one); warmup over an implausibly large part of
 -- the run (info); never changed in a long run (a question, info). A warmup still rising in a
@@ -77,16 +81,23 @@ WITH lr AS (
 )
 SELECT series_id, floor_step AS onset_step, floor_step AS first_step, run_last AS last_step,
        'warning' AS severity,
-       tag || ' reached its floor ' || printf('%.3g', lo) || ' at step ' || floor_step || ' and has stayed there for ' ||
+       tag || ' reached its floor ' || printf('%.3g', lo) || ' at step ' || floor_step ||
+         CASE WHEN levels < :min_levels THEN ' (its last of ' || levels || ' steps down from ' || printf('%.3g', hi) || ')'
+              ELSE '' END || ' and has stayed there for ' ||
          printf('%.0f', 100.0 * (run_last - floor_step) / (run_last - first_step)) ||
          '% of the run (to step ' || run_last || '): the schedule ended long before the training did' AS message,
        json_object('series', tag, 'floor', lo, 'peak', hi, 'floor_step', floor_step, 'last_step', run_last,
                    'fraction_at_floor', 1.0 * (run_last - floor_step) / (run_last - first_step),
-                   'distinct_values', levels) AS evidence,
-       NULL AS cause, NULL AS fix
+                   'distinct_values', levels, 'step_schedule', levels < :min_levels) AS evidence,
+       CASE WHEN levels < :min_levels THEN 'Step-decay milestones that do not fit the run: milestones counted in ' ||
+         'epochs for a scheduler stepped every iteration (or the other way round), milestones written for a shorter ' ||
+         'run, or a step size far too small.' END AS cause,
+       CASE WHEN levels < :min_levels THEN 'Put the milestones where the run is: in the units the scheduler is ' ||
+         'stepped in (epochs or iterations), usually at about 50-75% and 75-90% of the run.' END AS fix
 FROM floor
-WHERE hi > 0 AND lo <= 0.5 * hi AND levels >= :min_levels AND run_last > first_step
-  AND 1.0 * (run_last - floor_step) / (run_last - first_step) >= :floor_frac
+WHERE hi > 0 AND lo <= 0.5 * hi AND run_last > first_step
+  AND 1.0 * (run_last - floor_step) / (run_last - first_step) >= CASE WHEN levels >= :min_levels THEN :floor_frac
+                                                                        ELSE :step_floor_frac END
 UNION ALL
 SELECT series_id, first_step, first_step, last_step, 'warning',
        tag || CASE WHEN peak_step = last_step
