@@ -86,7 +86,7 @@ WITH negs AS MATERIALIZED (
 ), sized AS MATERIALIZED (
   -- The smoothing window per series: the default, or for a short run a quarter of its points.
   SELECT series_id, count(*) AS n,
-         min(:window, max(:short_window, count(*) / 4)) AS w
+         CAST(min(:window, max(:short_window, count(*) / 4)) AS INTEGER) AS w
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
 ), d AS MATERIALIZED (
   SELECT series_id, tag, sized.n AS n, sized.w AS w, tw_divergence(step, value, sized.w) AS j
