@@ -152,6 +152,26 @@ TEST_F(RealDivergenceTest, CorpusTrapsStayQuiet) {
     EXPECT_TRUE(Of(ev, "loss_divergence", run).empty()) << run;
 }
 
+// Generated: a loss that is not positive, flat about -12 for 60 % of the run and then climbing to
+// +40, diverges, with the onset where the climb began; the same climb from the first step (a
+// maximised objective's shape: a reward or an ELBO read as a loss, no sign to say which way is
+// better) does not.
+TEST_F(RealDivergenceTest, NotPositiveLossMustTurnUpAfterAStableStretch) {
+  auto climb = [](double x) { return -12.0 + 52.0 * x; };  // the onset is a linear hinge's
+  WriteRun("turns_up", 200, {{"train/loss", [&](int64_t t) {
+                                return (t < 120 ? -12.0 : climb((t - 120) / 80.0)) + std::log(Noise(0.5));
+                              }}});
+  WriteRun("rises_from_start", 200, {{"train/loss", [&](int64_t t) {
+                                        return -12.0 + 52.0 * (1 - std::exp(-t / 30.0)) + std::log(Noise(0.5));
+                                      }}});
+  Evaluation ev = Evaluate();
+  auto d = Of(ev, "loss_divergence", "turns_up");
+  ASSERT_EQ(d.size(), 1u);
+  ASSERT_TRUE(d[0].onset_step.has_value());
+  EXPECT_NEAR(static_cast<double>(*d[0].onset_step), 120, 0.05 * 200);
+  EXPECT_TRUE(Of(ev, "loss_divergence", "rises_from_start").empty());
+}
+
 // --- loss_spikes ---------------------------------------------------------------------------------
 
 // 21 evaluations of a language model: 429.5 @0 (an init artefact), then 3.81 falling steadily to

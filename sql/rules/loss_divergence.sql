@@ -28,6 +28,10 @@
 -- param dive_ratio = 100: a loss that went negative: its recent level is below minus this many
 --   times its early size (the median |loss| of its first tenth), at least
 -- param dive_min_points = 20: loss points needed for the downward form
+-- param turn_frac = 0.1: a loss that is not positive counts as diverging upwards only when its
+--   rise began (the hinge where flat turns into rising) after at least this fraction of the run:
+--   one that rises from its first step is likelier a maximised objective (an ELBO, a reward, a
+--   log-likelihood) taken for a loss, since its sign does not say which way is better
 -- param transient_ratio = 10: a blow-up that came back: the smoothed loss rose this many times
 --   above its best so far (an order of magnitude: no noisy run does that over several points),
 --   then fell back (a warning: the run survived, but lost the ground it had to make up again)
@@ -49,7 +53,10 @@
 -- Upwards, for such a loss (any value <= 0): no log scale either, so the rise is measured in
 -- the loss's own early size (median |loss| of its first tenth) or its best's size, whichever is
 -- larger: `ratio` 2 then means "rose by once its size", as it does for a positive loss (an RL
--- objective around -12 that climbs to +50 and keeps climbing). The same trend tests apply.
+-- objective around -12 that climbs to +50 and keeps climbing). The same trend tests apply, and
+-- one more: the rise began after a stable stretch (turn_frac), where the onset is put. A loss
+-- learns first and then loses it; a curve that climbs from its first step with no sign to say
+-- which way is better is as likely an ELBO rising through zero.
 --
 -- Transient: the largest excursion of the smoothed curve above its best so far. Ten times that
 -- best over half a smoothing window at least (a rolling median ignores a lone spike) is a
@@ -88,6 +95,11 @@ WITH negs AS MATERIALIZED (
   SELECT series_id, count(*) AS n,
          CAST(min(:window, max(:short_window, count(*) / 4)) AS INTEGER) AS w
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
+), turn AS MATERIALIZED (
+  -- Series that are not positive: where their rise began, and their span.
+  SELECT series_id, tw_hinge_onset(step, value) AS hinge, min(step) AS lo, max(step) AS hi
+  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+  GROUP BY series_id HAVING min(value) <= 0
 ), d AS MATERIALIZED (
   SELECT series_id, tag, sized.n AS n, sized.w AS w, tw_divergence(step, value, sized.w) AS j
   FROM role_points JOIN sized USING (series_id)
@@ -108,11 +120,14 @@ WITH negs AS MATERIALIZED (
 ), v AS (
   -- A loss that is not positive has no ratios: its rise is read in units of its size
   -- (ratio = 1 + rise / size, so the thresholds below mean the same for both).
-  SELECT series_id, tag, n, w, j, log, best_step, best, cur, z, frac, last_step, was_as_high, z_recent,
-         step_share, ex_ratio, ex_from, ex_peak, ex_back,
+  SELECT series_id, tag, n, w, j, log, cur, z, frac, last_step, was_as_high, z_recent,
+         step_share, ex_ratio, ex_from, ex_peak, ex_back, best,
+         -- Not positive: the onset is where the rise began (the hinge), not a noisy minimum.
+         CASE WHEN log = 1 THEN best_step ELSE turn.hinge END AS best_step,
          CASE WHEN log = 1 THEN ratio ELSE 1 + (cur - best) / max(abs(best), early) END AS ratio,
          CASE WHEN log = 1 THEN peak ELSE 1 + (peak_value - best) / max(abs(best), early) END AS peak
-  FROM v0 WHERE log = 1 OR max(abs(best), early) > 0
+  FROM v0 LEFT JOIN turn USING (series_id)
+  WHERE log = 1 OR (max(abs(best), early) > 0 AND turn.hinge - turn.lo >= :turn_frac * (turn.hi - turn.lo))
 ), up AS (
   SELECT * FROM v
   WHERE (CASE WHEN log = 1 THEN ratio >= 0.7 * peak ELSE ratio - 1 >= 0.7 * (peak - 1) END) AND was_as_high IS NULL
@@ -121,7 +136,9 @@ WITH negs AS MATERIALIZED (
     AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
 )
 SELECT series_id, 'critical' AS severity, best_step AS onset_step, best_step AS first_step, last_step,
-       tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step ||
+       tag || ' has risen from its best ' || printf('%.4g', best) ||
+         CASE WHEN log = 1 THEN ' at step ' ELSE ' (the rise began at step ' END || best_step ||
+         CASE WHEN log = 1 THEN '' ELSE ')' END ||
          ' to ' || printf('%.4g', cur) || ' (' ||
          CASE WHEN log = 1 THEN printf('%.1f', ratio) || 'x'
               ELSE 'a rise of ' || printf('%.1f', ratio - 1) || 'x its size' END || ', smoothed over ' ||
