@@ -132,7 +132,8 @@ TEST_F(RealDivergenceTest, BlowUpThatCameBackIsATransientDivergence) {
   EXPECT_EQ(d[0].severity, Severity::kWarning);
   EXPECT_NE(d[0].message.find("blew up"), std::string::npos) << d[0].message;
   ASSERT_TRUE(d[0].onset_step.has_value());
-  EXPECT_NEAR(static_cast<double>(*d[0].onset_step), 501, 0.06 * 1900);
+  // The onset is the last point at that best (the rolling median is 92 at 401 and at 501).
+  EXPECT_EQ(*d[0].onset_step, 501);
   auto s = Of(ev, "loss_spikes", "YHGui");
   ASSERT_FALSE(s.empty());
   EXPECT_EQ(s[0].severity, Severity::kWarning);  // 26458 did not come back within 2 points

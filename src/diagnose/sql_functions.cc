@@ -341,11 +341,12 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
       j.Num("step_share", jump / (current - best));
     }
     // The largest excursion of the smoothed curve above its best so far, wherever it was, and
-    // where it came back within 2x (log) of that best: a blow-up that has since recovered.
+    // where it came back within 2x (log) of that best: a blow-up that has since recovered. It
+    // starts from the last point at that best (a rolling median repeats a value across windows).
     size_t rmin = f, ex_from = f, ex_peak = f;
     double ex = 0;
     for (size_t i = f; i < n; ++i) {
-      if (sm[i] < sm[rmin]) rmin = i;
+      if (sm[i] <= sm[rmin]) rmin = i;
       if (sm[i] - sm[rmin] > ex) ex = sm[i] - sm[rmin], ex_from = rmin, ex_peak = i;
     }
     if (s.log && ex > 0) {
