@@ -139,6 +139,27 @@ TEST_F(RealDivergenceTest, BlowUpThatCameBackIsATransientDivergence) {
   EXPECT_EQ(s[0].severity, Severity::kWarning);  // 26458 did not come back within 2 points
 }
 
+// Generated: a loss that jumps 40x (an LR schedule bug: 0.05 -> 3 at one epoch) and then stays
+// flat up there has no trend since its best (the smoothed best lags the jump), yet an order of
+// magnitude above the best, held, is a divergence: critical, in a 20-epoch run and in a 600-step
+// one. A jump of 2x that stays is a spike that did not recover (loss_spikes), not this.
+TEST_F(RealDivergenceTest, OrderOfMagnitudeJumpThatStaysIsADivergence) {
+  auto jump = [this](double factor, int64_t at) {
+    return [this, factor, at](int64_t t) { return (0.2 + 0.4 * std::exp(-t / 2.0)) * (t >= at ? factor : 1.0) * Noise(0.1); };
+  };
+  WriteRun("jump40_epochs", 20, {{"train/loss", jump(40, 6)}});
+  WriteRun("jump40_steps", 600, {{"train/loss", jump(40, 200)}});
+  WriteRun("jump2_steps", 600, {{"train/loss", jump(2, 200)}});
+  Evaluation ev = Evaluate();
+  for (const char* run : {"jump40_epochs", "jump40_steps"}) {
+    auto d = Of(ev, "loss_divergence", run);
+    ASSERT_EQ(d.size(), 1u) << run;
+    EXPECT_EQ(d[0].severity, Severity::kCritical) << run;
+    EXPECT_NE(d[0].message.find("has stayed up"), std::string::npos) << d[0].message;
+  }
+  EXPECT_TRUE(Of(ev, "loss_divergence", "jump2_steps").empty());
+}
+
 // Traps of the corpus stay quiet: a maximised ELBO rising through zero by 1e6 (beta-tcvae), YOLO
 // warmups (a train box loss rising, an early val/obj spike), a 429 first loss and a loss whose
 // definition changes mid-run (ADIOCLASSMATE), per-step SFT noise with isolated 5x points (1BIMU),

@@ -32,9 +32,11 @@
 --   rise began (the hinge where flat turns into rising) after at least this fraction of the run:
 --   one that rises from its first step is likelier a maximised objective (an ELBO, a reward, a
 --   log-likelihood) taken for a loss, since its sign does not say which way is better
--- param transient_ratio = 10: a blow-up that came back: the smoothed loss rose this many times
---   above its best so far (an order of magnitude: no noisy run does that over several points),
---   then fell back (a warning: the run survived, but lost the ground it had to make up again)
+-- param blowup_ratio = 10: the smoothed loss this many times above its best so far (an order
+--   of magnitude, which no noisy run does over several points) is a blow-up however it got
+--   there; still there (for min_frac of the run), it has diverged without a trend test (a 40x
+--   jump that stays flat has no trend); come back since, it is a transient (a warning, as the
+--   run survived, but lost the ground it had to make up again)
 --
 -- Method: the loss on a log scale, smoothed by a rolling median; its best (lowest) level and
 -- where it was; the current level. Diverging when the current level is `ratio` times the best,
@@ -58,10 +60,11 @@
 -- learns first and then loses it; a curve that climbs from its first step with no sign to say
 -- which way is better is as likely an ELBO rising through zero.
 --
--- Transient: the largest excursion of the smoothed curve above its best so far. Ten times that
+-- Blow-ups: the largest excursion of the smoothed curve above its best so far. Ten times that
 -- best over half a smoothing window at least (a rolling median ignores a lone spike) is a
--- blow-up, even when the loss came back down afterwards: the steps it took to come back were
--- lost, and the instability that caused it is still there.
+-- blow-up however it got there: still up, it has diverged even with no trend (a jump that
+-- stays flat); back within 2x of that best since, it is a transient: the steps it took to come
+-- back were lost, and the instability that caused it is still there.
 WITH negs AS MATERIALIZED (
   -- Only series that went negative take the downward reading (one cheap pass over the rest).
   SELECT series_id FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
@@ -132,7 +135,8 @@ WITH negs AS MATERIALIZED (
   SELECT * FROM v
   WHERE (CASE WHEN log = 1 THEN ratio >= 0.7 * peak ELSE ratio - 1 >= 0.7 * (peak - 1) END) AND was_as_high IS NULL
     AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
-         OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac))
+         OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac)
+         OR (ratio >= :blowup_ratio AND frac >= :min_frac))
     AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
 )
 SELECT series_id, 'critical' AS severity, best_step AS onset_step, best_step AS first_step, last_step,
@@ -140,7 +144,7 @@ SELECT series_id, 'critical' AS severity, best_step AS onset_step, best_step AS 
          CASE WHEN log = 1 THEN ' at step ' ELSE ' (the rise began at step ' END || best_step ||
          CASE WHEN log = 1 THEN '' ELSE ')' END ||
          ' to ' || printf('%.4g', cur) || ' (' ||
-         CASE WHEN log = 1 THEN printf('%.1f', ratio) || 'x'
+         CASE WHEN log = 1 THEN printf(CASE WHEN ratio < 1000 THEN '%.1f' ELSE '%.2g' END, ratio) || 'x'
               ELSE 'a rise of ' || printf('%.1f', ratio - 1) || 'x its size' END || ', smoothed over ' ||
          w || ' points) and ' ||
          CASE WHEN z_recent >= :recent_z THEN 'is still rising' ELSE 'has stayed up' END ||
@@ -156,13 +160,12 @@ FROM up
 UNION ALL
 SELECT series_id, 'warning', ex_from, ex_from, last_step,
        tag || ' blew up: its smoothed level rose ' || printf('%.0f', ex_ratio) || 'x above its best so far (step ' ||
-         ex_from || ') by step ' || ex_peak || ', and came back ' ||
-         CASE WHEN ex_back IS NULL THEN 'down only partly' ELSE 'within 2x of that best only by step ' || ex_back END ||
+         ex_from || ') by step ' || ex_peak || ', and came back within 2x of that best only by step ' || ex_back ||
          ' (smoothed over ' || w || ' points): the run lost that stretch, and what made it blow up is still there',
        json_object('series', tag, 'form', 'transient', 'best_step', ex_from, 'peak_step', ex_peak,
                    'back_step', ex_back, 'excursion_ratio', ex_ratio, 'smoothing_window', w)
 FROM v
-WHERE log = 1 AND ex_ratio >= :transient_ratio AND series_id NOT IN (SELECT series_id FROM up)
+WHERE log = 1 AND ex_ratio >= :blowup_ratio AND ex_back IS NOT NULL AND series_id NOT IN (SELECT series_id FROM up)
 UNION ALL
 SELECT series_id, 'critical', onset, onset, last_step,
        tag || ' has dived below zero by orders of magnitude: from about ' || printf('%.3g', early) ||

@@ -74,9 +74,10 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
          CASE WHEN short THEN 'level on both sides, ' || printf('%.0f', max_z) || ' times its point-to-point noise'
               ELSE 'running level, robust z up to ' || printf('%.0f', max_z) END || ')' ||
          CASE WHEN unrecovered > 0 THEN '; ' || unrecovered || ' did not come back within ' ||
-              CASE WHEN short THEN :short_k ELSE :recover_points END || ' points' ELSE '' END ||
+              CAST(CASE WHEN short THEN :short_k ELSE :recover_points END AS INTEGER) || ' points' ELSE '' END ||
          CASE WHEN averaged AND n < :many AND unrecovered = 0
-              THEN '; each point averages many batches, so this is the model knocked off course, not one bad batch'
+              THEN '; in a validation loss or a short run (a point per epoch averages many batches) one spike is ' ||
+                   'worth a look: the model itself may have been knocked off course, not just fed one bad batch'
               ELSE '' END AS message,
        json_object('series', tag, 'spikes', json(spikes), 'count', n, 'unrecovered', unrecovered,
                    'window', w, 'z_threshold', :z, 'method', CASE WHEN short THEN 'local' ELSE 'trailing' END) AS evidence
