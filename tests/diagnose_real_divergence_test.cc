@@ -213,6 +213,23 @@ TEST_F(RealDivergenceTest, SpikeInAValidationLossIsRead) {
   EXPECT_TRUE(Of(ev, "loss_spikes", "h48i8h28").empty());
 }
 
+// A GAN (800 steps): D Loss 0.3 @44, 10.6 @45, 0.0023 @46 (D(x) 0.999 after: the discriminator
+// took over), G Loss to its run maximum 6.69 @46. The players' losses get a role of their own
+// (gan_loss: no loss the run drives down, so divergence and plateau never read them; the
+// discriminator's rises towards 2 ln 2 as the generator improves) that loss_spikes reads against
+// both sides, where one spike is information.
+TEST_F(RealDivergenceTest, SpikeInAGanPlayersLossIsRead) {
+  REQUIRE_DIR(sick, testing::CorpusSickDir());
+  Evaluation ev = Evaluate({sick + "/wandb-0.17-python"});
+  auto s = Of(ev, "loss_spikes", "bjoekywl");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].series, "D Loss");
+  EXPECT_EQ(s[0].severity, Severity::kInfo);
+  EXPECT_EQ(s[0].onset_step, 45);
+  EXPECT_NE(s[0].message.find("GAN"), std::string::npos) << s[0].message;
+  EXPECT_TRUE(Alarms(ev, "bjoekywl").empty());
+}
+
 // A 40-step regression run where every 7th batch comes from an unscaled shard: spikes of 40-400x
 // from step 7 on. The both-sides reading finds the first one (the trailing window of 10 points
 // needed until step 14).

@@ -1,7 +1,6 @@
 -- id: loss_spikes
 -- title: Loss spikes that recur or do not recover
 -- severity: warning
--- roles: train_loss
 -- inhibited_by: non_finite_loss, loss_constant
 -- cause: Bad batches (corrupt or extreme examples, a data shard with a different scale) or an
 --   optimizer on the edge of stability: a learning rate too high for the current loss
@@ -34,15 +33,22 @@
 -- there: one spike in them is the model itself knocked off course (the weights, not the data),
 -- and is information even alone. The validation loss is read too (train_loss and val_loss).
 --
+-- A GAN's players' losses (role gan_loss: no loss the run drives down, so no other rule reads
+-- them) are read too, always against both sides (their level wanders with the players' balance)
+-- and, like averaged points, one spike is information: the balance broke (a discriminator loss
+-- 35x up for one step, then D(x) at 0.999: the discriminator took over).
+--
 -- Divergence does not mute spikes: a spike is judged against the curve's local level, so a
 -- steady rise is none; spikes on a run that also diverges are events of their own (the
 -- instability shows as jumps before the level gives way).
 WITH span AS (
-  SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
+  SELECT min(step) AS lo, max(step) AS hi FROM role_points
+  WHERE run_id = :run_id AND role IN ('train_loss', 'gan_loss')
 ), sized AS MATERIALIZED (
-  -- Long series: the trailing window; short ones (fewer than 2 x window points): both sides.
-  SELECT series_id, count(*) < 2 * :window AS short
-  FROM role_points WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss') AND value_class = 0
+  -- Long series: the trailing window; short ones (fewer than 2 x window points) and a GAN's
+  -- losses: both sides.
+  SELECT series_id, count(*) < 2 * :window OR min(role) = 'gan_loss' AS short
+  FROM role_points WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss', 'gan_loss') AND value_class = 0
   GROUP BY series_id
 ), s AS MATERIALIZED (
   SELECT series_id, tag, role, short,
@@ -50,11 +56,12 @@ WITH span AS (
          CASE WHEN short THEN tw_local_spikes(step, value, :short_k, :z, :min_ratio, :recover_ratio)
               ELSE tw_spikes(step, value, :window, :z, :recover_points, :recover_ratio) END AS j
   FROM role_points JOIN sized USING (series_id), span
-  WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss') AND value_class = 0
+  WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss', 'gan_loss') AND value_class = 0
     AND step >= span.lo + :warmup_frac * (span.hi - span.lo)
   GROUP BY series_id
 ), big AS MATERIALIZED (
-  SELECT s.series_id, s.tag, s.w, s.short, s.role = 'val_loss' OR s.short AS averaged, count(*) AS n,
+  SELECT s.series_id, s.tag, s.w, s.short, s.role AS role,
+         s.role IN ('val_loss', 'gan_loss') OR s.short AS averaged, count(*) AS n,
          sum(json_extract(e.value, '$.recovered') = 0) AS unrecovered,
          sum(json_extract(e.value, '$.ratio') >= :big_ratio) AS big,
          min(json_extract(e.value, '$.step')) AS first_step,
@@ -75,7 +82,10 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
               ELSE 'running level, robust z up to ' || printf('%.0f', max_z) END || ')' ||
          CASE WHEN unrecovered > 0 THEN '; ' || unrecovered || ' did not come back within ' ||
               CAST(CASE WHEN short THEN :short_k ELSE :recover_points END AS INTEGER) || ' points' ELSE '' END ||
-         CASE WHEN averaged AND n < :many AND unrecovered = 0
+         CASE WHEN role = 'gan_loss' AND n < :many AND unrecovered = 0
+              THEN '; in a GAN player''s loss a spike is the balance between the players breaking (look at ' ||
+                   'D(x) and D(G(z)) there: one player took over)'
+              WHEN averaged AND n < :many AND unrecovered = 0
               THEN '; in a validation loss or a short run (a point per epoch averages many batches) one spike is ' ||
                    'worth a look: the model itself may have been knocked off course, not just fed one bad batch'
               ELSE '' END AS message,
