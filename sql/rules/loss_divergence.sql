@@ -95,14 +95,15 @@ WITH negs AS MATERIALIZED (
   FROM neg WHERE early > 0 AND cur <= -:dive_ratio * early AND latest <= 0.1 * deepest
 ), sized AS MATERIALIZED (
   -- The smoothing window per series: the default, or for a short run a quarter of its points.
-  SELECT series_id, count(*) AS n,
+  SELECT series_id, count(*) AS n, min(value) AS lowest,
          CAST(min(:window, max(:short_window, count(*) / 4)) AS INTEGER) AS w
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
 ), turn AS MATERIALIZED (
   -- Series that are not positive: where their rise began, and their span.
   SELECT series_id, tw_hinge_onset(step, value) AS hinge, min(step) AS lo, max(step) AS hi
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
-  GROUP BY series_id HAVING min(value) <= 0
+    AND series_id IN (SELECT series_id FROM sized WHERE lowest <= 0)
+  GROUP BY series_id
 ), d AS MATERIALIZED (
   SELECT series_id, tag, sized.n AS n, sized.w AS w, tw_divergence(step, value, sized.w) AS j
   FROM role_points JOIN sized USING (series_id)
