@@ -323,6 +323,59 @@ TEST(Stats, TrailingRobustZConstantWindow) {
   EXPECT_NEAR(t.z[10], 0.6745e12, 1);  // d = 1e-12 floor
 }
 
+// ---- Local spikes (both sides, in units of point-to-point noise) ----
+
+TEST(Stats, LocalSpikesFindsAPointAboveBothSides) {
+  // A steady descent with alternating noise and one point 1.0 above its neighbours.
+  Vec y;
+  for (int i = 0; i < 20; ++i) y.push_back(5 - 0.1 * i + (i % 2 ? 0.01 : -0.01));
+  y[12] += 1.0;
+  auto s = LocalSpikes(y, 2, 7, 0.4, 0.2);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].index, 12u);
+  // The level is the higher side (the one before, on a descent): the mean of y[10] and y[11].
+  EXPECT_NEAR(s[0].level, 0.5 * (y[10] + y[11]), 1e-12);
+  EXPECT_GT(s[0].z, 7);
+  EXPECT_TRUE(s[0].recovered);
+  // The same rise, but smaller than min_rise: no spike; nor with a z threshold above its z.
+  EXPECT_TRUE(LocalSpikes(y, 2, 7, 1.5, 0.2).empty());
+  EXPECT_TRUE(LocalSpikes(y, 2, s[0].z + 1, 0.4, 0.2).empty());
+}
+
+TEST(Stats, LocalSpikesIgnoresTrendsStepsAndEdges) {
+  // A steep descent and a steep rise are no spikes: a point is never above both sides.
+  Vec down, up;
+  for (int i = 0; i < 30; ++i) down.push_back(std::exp(-0.3 * i) + 0.001 * (i % 3));
+  for (int i = 0; i < 30; ++i) up.push_back(0.2 * i * i + 0.001 * (i % 3));
+  EXPECT_TRUE(LocalSpikes(down, 2, 5, 0.01, 0.1).empty());
+  EXPECT_TRUE(LocalSpikes(up, 2, 5, 0.01, 0.1).empty());
+  // A step up that stays: the side after is as high as the point.
+  Vec step(30, 1.0);
+  for (int i = 0; i < 30; ++i) step[i] += 0.01 * (i % 2) + (i >= 15 ? 2.0 : 0.0);
+  EXPECT_TRUE(LocalSpikes(step, 2, 5, 0.1, 0.1).empty());
+  // The first and last k points have no full side: not judged.
+  Vec edge(12, 1.0);
+  for (int i = 0; i < 12; ++i) edge[i] += 0.01 * (i % 2);
+  edge[1] = edge[10] = 9;
+  EXPECT_TRUE(LocalSpikes(edge, 2, 5, 0.1, 0.1).empty());
+  // Too short, or no noise to count in: nothing.
+  EXPECT_TRUE(LocalSpikes(Vec{1, 2, 9, 2, 1, 0}, 2, 5, 0.1, 0.1).empty());
+  EXPECT_TRUE(LocalSpikes(Vec(20, 3.0), 2, 5, 0.1, 0.1).empty());
+}
+
+TEST(Stats, LocalSpikesThatDidNotRecover) {
+  // A spike after which the curve settles higher than before: not recovered.
+  Vec y;
+  for (int i = 0; i < 20; ++i) y.push_back(1 + (i % 2 ? 0.01 : -0.01) + (i >= 11 ? 0.5 : 0.0));
+  y[10] = 4;
+  auto s = LocalSpikes(y, 2, 7, 0.4, 0.1);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].index, 10u);
+  EXPECT_FALSE(s[0].recovered);
+  // Within recover_tol of the level before: recovered.
+  EXPECT_TRUE(LocalSpikes(y, 2, 7, 0.4, 0.6)[0].recovered);
+}
+
 TEST(Stats, TrailingRobustZFlagsInjectedSpike) {
   Vec x = Noise(1000, 0.01, 3);
   for (double& v : x) v += 2.0;

@@ -8,7 +8,9 @@
 -- fix: Stop the run: it will not come back by itself. Resume from the checkpoint at the best
 --   step with the learning rate halved (or the warmup lengthened), and add gradient clipping.
 -- param window = 25: points in the rolling median that smooths the loss (spikes do not count)
--- param min_points = 60: loss points needed before judging
+-- param short_window = 5: a run of fewer than 4 x window points (an epoch per point) smooths
+--   over a quarter of its points instead (this many at least): 20 epochs are a run too
+-- param min_points = 16: loss points needed before judging
 -- param ratio = 2: smoothed loss now over its best, at least
 -- param trend_z = 3: Mann–Kendall z of the loss since its best, at least (a persistent rise)
 -- param min_frac = 0.05: the rise spans at least this fraction of the run's steps
@@ -26,6 +28,15 @@
 -- param dive_ratio = 100: a loss that went negative: its recent level is below minus this many
 --   times its early size (the median |loss| of its first tenth), at least
 -- param dive_min_points = 20: loss points needed for the downward form
+-- param turn_frac = 0.1: a loss that is not positive counts as diverging upwards only when its
+--   rise began (the hinge where flat turns into rising) after at least this fraction of the run:
+--   one that rises from its first step is likelier a maximised objective (an ELBO, a reward, a
+--   log-likelihood) taken for a loss, since its sign does not say which way is better
+-- param blowup_ratio = 10: the smoothed loss this many times above its best so far (an order
+--   of magnitude, which no noisy run does over several points) is a blow-up however it got
+--   there; still there (for min_frac of the run), it has diverged without a trend test (a 40x
+--   jump that stays flat has no trend); come back since, it is a transient (a warning, as the
+--   run survived, but lost the ground it had to make up again)
 --
 -- Method: the loss on a log scale, smoothed by a rolling median; its best (lowest) level and
 -- where it was; the current level. Diverging when the current level is `ratio` times the best,
@@ -40,6 +51,20 @@
 -- downward form asks for orders of magnitude (dive_ratio times its early size) below zero, now
 -- and still near its deepest (not come back). Being negative is no problem in itself (an RL
 -- objective often is), nor is a maximised objective rising through zero (an ELBO).
+--
+-- Upwards, for such a loss (any value <= 0): no log scale either, so the rise is measured in
+-- the loss's own early size (median |loss| of its first tenth) or its best's size, whichever is
+-- larger: `ratio` 2 then means "rose by once its size", as it does for a positive loss (an RL
+-- objective around -12 that climbs to +50 and keeps climbing). The same trend tests apply, and
+-- one more: the rise began after a stable stretch (turn_frac), where the onset is put. A loss
+-- learns first and then loses it; a curve that climbs from its first step with no sign to say
+-- which way is better is as likely an ELBO rising through zero.
+--
+-- Blow-ups: the largest excursion of the smoothed curve above its best so far. Ten times that
+-- best over half a smoothing window at least (a rolling median ignores a lone spike) is a
+-- blow-up however it got there: still up, it has diverged even with no trend (a jump that
+-- stays flat); back within 2x of that best since, it is a transient: the steps it took to come
+-- back were lost, and the instability that caused it is still there.
 WITH negs AS MATERIALIZED (
   -- Only series that went negative take the downward reading (one cheap pass over the rest).
   SELECT series_id FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
@@ -55,31 +80,74 @@ WITH negs AS MATERIALIZED (
   -- Their early size, recent level and deepest point.
   SELECT series_id, tag, n, min(value) AS deepest, max(step) AS last_step,
          tw_median(CASE WHEN k <= max(3, n / 10) THEN abs(value) END) AS early,
-         tw_median(CASE WHEN k_back <= max(3, n / 20) THEN value END) AS cur
+         tw_median(CASE WHEN k_back <= max(3, n / 20) THEN value END) AS cur,
+         max(CASE WHEN k_back = 1 THEN value END) AS latest
   FROM pts GROUP BY series_id
 ), dive AS MATERIALIZED (
+  -- Not come back: the latest point is still within 10x of the deepest (a dive that speeds up
+  -- has its deepest point last, far below the median of the last few).
   SELECT neg.*,
-         -- Onset: the last point still within its early size before the dive.
-         (SELECT max(step) FROM pts p WHERE p.series_id = neg.series_id AND p.value >= -neg.early) AS onset
-  FROM neg WHERE early > 0 AND cur <= -:dive_ratio * early AND cur <= 0.1 * deepest
-), d AS MATERIALIZED (
-  SELECT series_id, tag, count(*) AS n, tw_divergence(step, value, :window) AS j
+         -- Onset: where the loss went below the threshold for good (the first point of the last
+         -- stretch beyond dive_ratio times its early size).
+         (SELECT min(step) FROM pts p WHERE p.series_id = neg.series_id AND p.step >
+            (SELECT COALESCE(max(step), -1e300) FROM pts q
+             WHERE q.series_id = neg.series_id AND q.value > -:dive_ratio * neg.early)) AS onset
+  FROM neg WHERE early > 0 AND cur <= -:dive_ratio * early AND latest <= 0.1 * deepest
+), sized AS MATERIALIZED (
+  -- The smoothing window per series: the default, or for a short run a quarter of its points.
+  SELECT series_id, count(*) AS n, min(value) AS lowest,
+         CAST(min(:window, max(:short_window, count(*) / 4)) AS INTEGER) AS w
+  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
+), turn AS MATERIALIZED (
+  -- Series that are not positive: where their rise began, and their span.
+  SELECT series_id, tw_hinge_onset(step, value) AS hinge, min(step) AS lo, max(step) AS hi
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+    AND series_id IN (SELECT series_id FROM sized WHERE lowest <= 0)
   GROUP BY series_id
-), v AS (
-  SELECT series_id, tag, n, j,
+), d AS MATERIALIZED (
+  SELECT series_id, tag, sized.n AS n, sized.w AS w, tw_divergence(step, value, sized.w) AS j
+  FROM role_points JOIN sized USING (series_id)
+  WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+  GROUP BY series_id
+), v0 AS (
+  SELECT series_id, tag, n, w, j, json_extract(j, '$.log') AS log,
          json_extract(j, '$.best_step') AS best_step, json_extract(j, '$.best') AS best,
          json_extract(j, '$.current') AS cur, json_extract(j, '$.ratio_to_best') AS ratio,
          json_extract(j, '$.peak_ratio_to_best') AS peak, json_extract(j, '$.mk_z_since_best') AS z,
          json_extract(j, '$.frac_since_best') AS frac, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.was_as_high_step') AS was_as_high, json_extract(j, '$.mk_z_recent') AS z_recent,
-         COALESCE(json_extract(j, '$.step_share'), 0) AS step_share
-  FROM d WHERE n >= :min_points AND json_extract(j, '$.log') = 1
+         COALESCE(json_extract(j, '$.step_share'), 0) AS step_share,
+         json_extract(j, '$.peak') AS peak_value, json_extract(j, '$.early_size') AS early,
+         json_extract(j, '$.excursion_ratio') AS ex_ratio, json_extract(j, '$.excursion_from_step') AS ex_from,
+         json_extract(j, '$.excursion_peak_step') AS ex_peak, json_extract(j, '$.excursion_back_step') AS ex_back
+  FROM d WHERE n >= :min_points AND json_extract(j, '$.best_step') IS NOT NULL
+), v AS (
+  -- A loss that is not positive has no ratios: its rise is read in units of its size
+  -- (ratio = 1 + rise / size, so the thresholds below mean the same for both).
+  SELECT series_id, tag, n, w, j, log, cur, z, frac, last_step, was_as_high, z_recent,
+         step_share, ex_ratio, ex_from, ex_peak, ex_back, best,
+         -- Not positive: the onset is where the rise began (the hinge), not a noisy minimum.
+         CASE WHEN log = 1 THEN best_step ELSE turn.hinge END AS best_step,
+         CASE WHEN log = 1 THEN ratio ELSE 1 + (cur - best) / max(abs(best), early) END AS ratio,
+         CASE WHEN log = 1 THEN peak ELSE 1 + (peak_value - best) / max(abs(best), early) END AS peak
+  FROM v0 LEFT JOIN turn USING (series_id)
+  WHERE log = 1 OR (max(abs(best), early) > 0 AND turn.hinge - turn.lo >= :turn_frac * (turn.hi - turn.lo))
+), up AS (
+  SELECT * FROM v
+  WHERE (CASE WHEN log = 1 THEN ratio >= 0.7 * peak ELSE ratio - 1 >= 0.7 * (peak - 1) END) AND was_as_high IS NULL
+    AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
+         OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac)
+         OR (ratio >= :blowup_ratio AND frac >= :min_frac))
+    AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
 )
-SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
-       tag || ' has risen from its best ' || printf('%.4g', best) || ' at step ' || best_step ||
-         ' to ' || printf('%.4g', cur) || ' (' || printf('%.1f', ratio) || 'x, smoothed over ' ||
-         :window || ' points) and ' ||
+SELECT series_id, 'critical' AS severity, best_step AS onset_step, best_step AS first_step, last_step,
+       tag || ' has risen from its best ' || printf('%.4g', best) ||
+         CASE WHEN log = 1 THEN ' at step ' ELSE ' (the rise began at step ' END || best_step ||
+         CASE WHEN log = 1 THEN '' ELSE ')' END ||
+         ' to ' || printf('%.4g', cur) || ' (' ||
+         CASE WHEN log = 1 THEN printf(CASE WHEN ratio < 1000 THEN '%.1f' ELSE '%.2g' END, ratio) || 'x'
+              ELSE 'a rise of ' || printf('%.1f', ratio - 1) || 'x its size' END || ', smoothed over ' ||
+         w || ' points) and ' ||
          CASE WHEN z_recent >= :recent_z THEN 'is still rising' ELSE 'has stayed up' END ||
          ' (trend z ' || printf('%.1f', z) || ' over ' ||
          printf('%.0f', 100 * frac) || '% of the run' ||
@@ -88,14 +156,19 @@ SELECT series_id, best_step AS onset_step, best_step AS first_step, last_step,
        json_object('series', tag, 'best_step', best_step, 'best', best, 'current', cur,
                    'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
                    'recent_trend_z', z_recent, 'step_share', step_share,
-                   'smoothing_window', :window) AS evidence
-FROM v
-WHERE ratio >= 0.7 * peak AND was_as_high IS NULL
-  AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
-       OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac))
-  AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
+                   'smoothing_window', w, 'log_scale', log = 1) AS evidence
+FROM up
 UNION ALL
-SELECT series_id, onset, onset, last_step,
+SELECT series_id, 'warning', ex_from, ex_from, last_step,
+       tag || ' blew up: its smoothed level rose ' || printf('%.0f', ex_ratio) || 'x above its best so far (step ' ||
+         ex_from || ') by step ' || ex_peak || ', and came back within 2x of that best only by step ' || ex_back ||
+         ' (smoothed over ' || w || ' points): the run lost that stretch, and what made it blow up is still there',
+       json_object('series', tag, 'form', 'transient', 'best_step', ex_from, 'peak_step', ex_peak,
+                   'back_step', ex_back, 'excursion_ratio', ex_ratio, 'smoothing_window', w)
+FROM v
+WHERE log = 1 AND ex_ratio >= :blowup_ratio AND ex_back IS NOT NULL AND series_id NOT IN (SELECT series_id FROM up)
+UNION ALL
+SELECT series_id, 'critical', onset, onset, last_step,
        tag || ' has dived below zero by orders of magnitude: from about ' || printf('%.3g', early) ||
          ' in size at the start to ' || printf('%.3g', cur) || ' now (deepest ' || printf('%.3g', deepest) ||
          ', since step ' || onset || '): the objective is unbounded below and the model exploits it',

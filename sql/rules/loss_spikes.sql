@@ -1,8 +1,7 @@
 -- id: loss_spikes
 -- title: Loss spikes that recur or do not recover
 -- severity: warning
--- roles: train_loss
--- inhibited_by: non_finite_loss, loss_divergence, loss_constant
+-- inhibited_by: non_finite_loss, loss_constant
 -- cause: Bad batches (corrupt or extreme examples, a data shard with a different scale) or an
 --   optimizer on the edge of stability: a learning rate too high for the current loss
 --   sharpness, Adam's epsilon too small, attention logits growing.
@@ -20,29 +19,49 @@
 -- param big_ratio = 3: how big those must be
 -- param many = 5: this many spikes of at least min_ratio are recurring: a warning
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
--- param short_window = 10: a run of fewer than 2 x window points uses a quarter of its points as
---   the window (this many at least) and half that as recover_points: a 40-point run (an epoch
---   per point) has its spikes too, and a 100-point window would never fill
+-- param short_k = 2: a series of fewer than 2 x window points (an epoch or an evaluation
+--   per point, as in 20 epochs or 21 evaluations) is judged point by point against this many
+--   points on each side, in units of its own point-to-point noise (tw_local_spikes): a trailing window would
+--   hold too few points, or mostly the curve's own descent
 --
 -- Isolated spikes that recover are normal (especially early): 2-3x ones stay quiet, a few tall
 -- ones are information (look at those batches). A warning is for recurring spikes (many), or
 -- for one that left the loss at a higher level.
+--
+-- Averaged points: a validation loss (each point is the whole validation set) and a short
+-- series (an epoch per point) average over many batches, so one bad batch cannot make a spike
+-- there: one spike in them is the model itself knocked off course (the weights, not the data),
+-- and is information even alone. The validation loss is read too (train_loss and val_loss).
+--
+-- A GAN's players' losses (role gan_loss: no loss the run drives down, so no other rule reads
+-- them) are read too, always against both sides (their level wanders with the players' balance)
+-- and, like averaged points, one spike is information: the balance broke (a discriminator loss
+-- 35x up for one step, then D(x) at 0.999: the discriminator took over).
+--
+-- Divergence does not mute spikes: a spike is judged against the curve's local level, so a
+-- steady rise is none; spikes on a run that also diverges are events of their own (the
+-- instability shows as jumps before the level gives way).
 WITH span AS (
-  SELECT min(step) AS lo, max(step) AS hi FROM role_points WHERE run_id = :run_id AND role = 'train_loss'
+  SELECT min(step) AS lo, max(step) AS hi FROM role_points
+  WHERE run_id = :run_id AND role IN ('train_loss', 'gan_loss')
 ), sized AS MATERIALIZED (
-  -- The window per series: the default, or for a short run a quarter of its points.
-  SELECT series_id, CASE WHEN count(*) >= 2 * :window THEN :window
-                         ELSE max(:short_window, count(*) / 4) END AS w
-  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
+  -- Long series: the trailing window; short ones (fewer than 2 x window points) and a GAN's
+  -- losses: both sides.
+  SELECT series_id, count(*) < 2 * :window OR min(role) = 'gan_loss' AS short
+  FROM role_points WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss', 'gan_loss') AND value_class = 0
+  GROUP BY series_id
 ), s AS MATERIALIZED (
-  SELECT series_id, tag, sized.w AS w,
-         tw_spikes(step, value, sized.w, :z, min(:recover_points, max(3, sized.w / 2)), :recover_ratio) AS j
+  SELECT series_id, tag, role, short,
+         CASE WHEN short THEN 2 * :short_k ELSE :window END AS w,
+         CASE WHEN short THEN tw_local_spikes(step, value, :short_k, :z, :min_ratio, :recover_ratio)
+              ELSE tw_spikes(step, value, :window, :z, :recover_points, :recover_ratio) END AS j
   FROM role_points JOIN sized USING (series_id), span
-  WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
+  WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss', 'gan_loss') AND value_class = 0
     AND step >= span.lo + :warmup_frac * (span.hi - span.lo)
   GROUP BY series_id
 ), big AS MATERIALIZED (
-  SELECT s.series_id, s.tag, s.w, count(*) AS n,
+  SELECT s.series_id, s.tag, s.w, s.short, s.role AS role,
+         s.role IN ('val_loss', 'gan_loss') OR s.short AS averaged, count(*) AS n,
          sum(json_extract(e.value, '$.recovered') = 0) AS unrecovered,
          sum(json_extract(e.value, '$.ratio') >= :big_ratio) AS big,
          min(json_extract(e.value, '$.step')) AS first_step,
@@ -57,11 +76,20 @@ WITH span AS (
 SELECT series_id, first_step AS onset_step, first_step, last_step,
        CASE WHEN n >= :many OR unrecovered > 0 THEN 'warning' ELSE 'info' END AS severity,
        tag || ': ' || n || ' spike' || CASE WHEN n > 1 THEN 's' ELSE '' END ||
-         ' between steps ' || first_step || ' and ' || last_step || ' (up to ' ||
-         printf('%.1f', max_ratio) || 'x the running level, robust z up to ' || printf('%.0f', max_z) || ')' ||
+         CASE WHEN n > 1 THEN ' between steps ' || first_step || ' and ' || last_step ELSE ' at step ' || first_step END ||
+         ' (up to ' || printf('%.1f', max_ratio) || 'x the ' ||
+         CASE WHEN short THEN 'level on both sides, ' || printf('%.0f', max_z) || ' times its point-to-point noise'
+              ELSE 'running level, robust z up to ' || printf('%.0f', max_z) END || ')' ||
          CASE WHEN unrecovered > 0 THEN '; ' || unrecovered || ' did not come back within ' ||
-              CAST(min(:recover_points, max(3, w / 2)) AS INTEGER) || ' points' ELSE '' END AS message,
+              CAST(CASE WHEN short THEN :short_k ELSE :recover_points END AS INTEGER) || ' points' ELSE '' END ||
+         CASE WHEN role = 'gan_loss' AND n < :many AND unrecovered = 0
+              THEN '; in a GAN player''s loss a spike is the balance between the players breaking (look at ' ||
+                   'D(x) and D(G(z)) there: one player took over)'
+              WHEN averaged AND n < :many AND unrecovered = 0
+              THEN '; in a validation loss or a short run (a point per epoch averages many batches) one spike is ' ||
+                   'worth a look: the model itself may have been knocked off course, not just fed one bad batch'
+              ELSE '' END AS message,
        json_object('series', tag, 'spikes', json(spikes), 'count', n, 'unrecovered', unrecovered,
-                   'window', w, 'z_threshold', :z) AS evidence
+                   'window', w, 'z_threshold', :z, 'method', CASE WHEN short THEN 'local' ELSE 'trailing' END) AS evidence
 FROM big
-WHERE big >= :min_count OR n >= :many OR unrecovered > 0
+WHERE big >= :min_count OR n >= :many OR unrecovered > 0 OR averaged

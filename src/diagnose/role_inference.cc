@@ -172,8 +172,14 @@ bool GuessLoss(const Tokens& t, Phase phase, bool validation_run, double plain,
   const bool lossy = Any(t, kLossWords) || (t.count("cross") && t.count("entropy"));
   if (!lossy && !Any(t, kErrorWords)) return false;
   // An entropy bonus (not a cross-entropy) rises as a policy sharpens.
-  if (Any(t, kNotLossWords) || Any(t, kAdversarialWords) || (t.count("entropy") && !t.count("cross")))
+  if (Any(t, kNotLossWords) || (t.count("entropy") && !t.count("cross"))) return true;
+  // A GAN player's loss is no loss the run drives down (the discriminator's rises towards its
+  // equilibrium), but a spike in it is the players' balance breaking: a role of its own, read
+  // by loss_spikes only.
+  if (Any(t, kAdversarialWords)) {
+    if (lossy) Add(out, "gan_loss", 0.6 - plain, "a GAN player's loss (" + Because(t, kAdversarialWords) + ")");
     return true;
+  }
   // Error rates and perplexity are measured on held-out data unless the tag says train.
   const bool val = phase == Phase::kVal || phase == Phase::kTest || (!lossy && phase == Phase::kNone);
   const std::string role = val ? "val_loss" : "train_loss";
@@ -393,7 +399,7 @@ SeriesShape MeasureShape(const std::vector<double>& values) {
 }
 
 std::string ShapeObjection(const std::string& role, const SeriesShape& s) {
-  const bool loss = role == "train_loss" || role == "val_loss";
+  const bool loss = role == "train_loss" || role == "val_loss" || role == "gan_loss";
   if (loss) {
     // A loss may be anything, NaN throughout included; a counter is not one.
     if (s.finite >= 5 && s.integers && s.nondecreasing >= 0.999 && s.max > s.min)

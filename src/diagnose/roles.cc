@@ -136,7 +136,7 @@ std::string Base(const std::string& name) {
 
 const std::vector<RolePattern>& DefaultRolePatterns() { return kDefaults; }
 
-bool IsMultiRole(const std::string& role) { return role == "grad_norm_layer"; }
+bool IsMultiRole(const std::string& role) { return role == "grad_norm_layer" || role == "gan_loss"; }
 
 std::vector<std::string> KnownRoles() {
   std::set<std::string> roles;

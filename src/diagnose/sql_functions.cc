@@ -245,6 +245,49 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
   ResultJson(ctx, j);
 }
 
+// tw_local_spikes(step, value, k, z [, min_ratio = 1.5, recover_ratio = 1.25]): spikes of a
+// short curve against both its sides (stats::LocalSpikes), on the log scale when every value is
+// positive. The same JSON as tw_spikes. A curve that is not positive (an RL or energy loss) has
+// no ratio: its `ratio` is then 1 + the rise over the curve's typical size (median |value|),
+// so the same thresholds read "a rise of half its size" for it.
+void LocalSpikesFinal(Acc& a, sqlite3_context* ctx) {
+  const size_t k = static_cast<size_t>(std::max(1.0, Arg(a, 0, 2)));
+  const double zthr = Arg(a, 1, 7), min_ratio = std::max(1.0, Arg(a, 2, 1.5));
+  const double recover_ratio = std::max(1.0, Arg(a, 3, 1.25));
+  Series s = Sorted(a, true);
+  const size_t n = s.value.size();
+  std::vector<double> size(s.value.size());
+  for (size_t i = 0; i < n; ++i) size[i] = std::abs(s.value[i]);
+  const double scale = s.log ? 1 : stats::Median(size);
+  auto rise = [&](double r) { return s.log ? std::log(r) : (r - 1) * scale; };
+  Json spikes = Json::Array();
+  int64_t unrecovered = 0;
+  double max_z = 0, max_ratio = 0, first_step = NAN, last_step = NAN;
+  const auto found = scale > 0 ? stats::LocalSpikes(s.value, k, zthr, rise(min_ratio), rise(recover_ratio))
+                               : std::vector<stats::LocalSpike>{};
+  for (const auto& p : found) {
+    const double v = s.value[p.index];
+    const double ratio = s.log ? std::exp(v - p.level) : 1 + (v - p.level) / scale;
+    unrecovered += !p.recovered;
+    max_z = std::max(max_z, p.z);
+    max_ratio = std::max(max_ratio, ratio);
+    if (std::isnan(first_step)) first_step = s.step[p.index];
+    last_step = s.step[p.index];
+    Json e;
+    e.Num("step", s.step[p.index]).Num("value", Back(s, v)).Num("level", Back(s, p.level))
+        .Num("z", p.z).Num("ratio", ratio).Raw("recovered", p.recovered ? "true" : "false");
+    spikes.Push(e);
+  }
+  Json j;
+  j.Num("n", static_cast<double>(n)).Bool("log", s.log).Num("window", static_cast<double>(2 * k))
+      .Num("count", static_cast<double>(found.size())).Num("unrecovered", static_cast<double>(unrecovered))
+      .Num("pending", 0).Num("max_z", max_z).Num("max_ratio", max_ratio)
+      .Num("first_step", first_step).Num("last_step", last_step)
+      .Num("series_last_step", n ? s.step.back() : NAN)
+      .Nested("spikes", spikes.LastItems(500));
+  ResultJson(ctx, j);
+}
+
 // Trailing median of y over `w` points, for i >= w-1 (earlier entries: the median so far).
 std::vector<double> RollingMedian(const std::vector<double>& y, size_t w) {
   std::vector<double> out(y.size());
@@ -263,8 +306,12 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
   j.Num("n", static_cast<double>(n)).Bool("log", s.log);
   if (n >= 2 * w) {
     std::vector<double> sm = RollingMedian(s.value, w);
-    size_t ib = w - 1;
-    for (size_t i = w - 1; i < n; ++i)
+    // The best is looked for from the third point on (the median of the first three): a loss
+    // that leaves its start within the first window (an LR 1000x too high diverges in three
+    // steps) has its best there, before the first full window.
+    const size_t f = std::min<size_t>(w, 3) - 1;
+    size_t ib = f;
+    for (size_t i = f; i < n; ++i)
       if (sm[i] < sm[ib]) ib = i;
     const double best = sm[ib], current = sm[n - 1], initial = sm[w - 1];
     double peak_after = best;
@@ -275,7 +322,7 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
     const double mid = 0.5 * (best + current);
     std::optional<size_t> came_back;
     bool below = false;
-    for (size_t i = w - 1; i < ib; ++i) {
+    for (size_t i = f; i < ib; ++i) {
       below = below || sm[i] < mid;
       if (below && sm[i] >= current) came_back = i;
     }
@@ -293,6 +340,30 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
                                   stats::Median(std::span(s.value).subspan(k - m, m)));
       j.Num("step_share", jump / (current - best));
     }
+    // The largest excursion of the smoothed curve above its best so far, wherever it was, and
+    // where it came back within 2x (log) of that best: a blow-up that has since recovered. It
+    // starts from the last point at that best (a rolling median repeats a value across windows).
+    size_t rmin = f, ex_from = f, ex_peak = f;
+    double ex = 0;
+    for (size_t i = f; i < n; ++i) {
+      if (sm[i] <= sm[rmin]) rmin = i;
+      if (sm[i] - sm[rmin] > ex) ex = sm[i] - sm[rmin], ex_from = rmin, ex_peak = i;
+    }
+    if (s.log && ex > 0) {
+      j.Num("excursion_ratio", std::exp(ex)).Num("excursion_from_step", s.step[ex_from])
+          .Num("excursion_peak_step", s.step[ex_peak]);
+      for (size_t i = ex_peak; i < n; ++i)
+        if (sm[i] - sm[ex_from] <= std::log(2.0)) {
+          j.Num("excursion_back_step", s.step[i]);
+          break;
+        }
+    }
+    // The loss's early size (median |loss| of its first tenth, 3 points at least): the unit of
+    // a rise for a loss that is not positive, which has no ratio.
+    const size_t k0 = std::min(n, std::max<size_t>(3, n / 10));
+    std::vector<double> early(k0);
+    for (size_t i = 0; i < k0; ++i) early[i] = std::abs(Back(s, s.value[i]));
+    j.Num("early_size", stats::Median(early)).Num("peak", Back(s, peak_after));
     j.Num("best_step", s.step[ib]).Num("best", Back(s, best)).Num("current", Back(s, current))
         .Num("initial", Back(s, initial)).Num("ratio_to_best", ratio(current, best))
         .Num("ratio_to_initial", ratio(current, initial))
@@ -667,6 +738,9 @@ const Def kDefs[] = {
     {"tw_trend", 2, true, FinalFn<TrendFinal>},
     {"tw_spikes", 5, true, FinalFn<SpikesFinal>},
     {"tw_spikes", 6, true, FinalFn<SpikesFinal>},
+    {"tw_local_spikes", 4, true, FinalFn<LocalSpikesFinal>},
+    {"tw_local_spikes", 5, true, FinalFn<LocalSpikesFinal>},
+    {"tw_local_spikes", 6, true, FinalFn<LocalSpikesFinal>},
     {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},
     {"tw_best", 3, true, FinalFn<BestFinal>},
     {"tw_swings", 3, true, FinalFn<SwingsFinal>},

@@ -408,6 +408,26 @@ TrailingZ TrailingRobustZ(std::span<const double> x, int window) {
   return out;
 }
 
+std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double z, double min_rise,
+                                    double recover_tol) {
+  std::vector<LocalSpike> out;
+  if (k < 1 || y.size() < 2 * k + 3) return out;
+  const double sd = NoiseSd(y);
+  if (!(sd > 0) || !std::isfinite(sd)) return out;
+  for (size_t i = k; i + k < y.size(); ++i) {
+    const double before = Median(y.subspan(i - k, k)), after = Median(y.subspan(i + 1, k));
+    const double level = std::max(before, after), zi = (y[i] - level) / sd;
+    if (!(zi > z) || y[i] - level < min_rise) continue;
+    const bool recovered = after <= before + std::max(recover_tol, 3 * sd / std::sqrt(static_cast<double>(k)));
+    if (!out.empty() && out.back().index + 1 == i) {  // the same spike, one point on
+      if (zi > out.back().z) out.back() = {i, level, zi, recovered && out.back().recovered};
+      continue;
+    }
+    out.push_back({i, level, zi, recovered});
+  }
+  return out;
+}
+
 int64_t CusumUp(std::span<const double> x, double mean, double sd, double k, double h,
                 int64_t* onset) {
   if (onset) *onset = -1;

@@ -70,6 +70,23 @@ struct TrailingZ {
 };
 TrailingZ TrailingRobustZ(std::span<const double> x, int window);
 
+// Spikes judged against the curve on both sides, for short curves (an epoch or an evaluation
+// per point) where a trailing window would hold too few points or mostly trend: a point is a
+// spike when it stands above the higher of the medians of the k points before it and the k
+// after it by more than `z` times the curve's point-to-point noise (NoiseSd: second
+// differences cancel the trend, so a steady descent or rise is not noise) and by at least
+// `min_rise` (in y's units). Needing both sides below makes a steady rise or fall, and a
+// step that stays up, no spike; only points with k neighbours each side are judged.
+// `recovered`: the level after is back within `recover_tol` (or 3 noise SDs of a median of k
+// points) of the level before. Consecutive spike points are one spike, at their highest z.
+struct LocalSpike {
+  size_t index = 0;
+  double level = 0, z = 0;
+  bool recovered = true;
+};
+std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double z, double min_rise,
+                                    double recover_tol);
+
 // One-sided upper CUSUM (Page): S_0 = 0, S_i = max(0, S_{i-1} + (x_i - mean)/sd - k).
 // Returns the first index where S_i > h, or -1. `onset` (if given) receives the index where
 // the run of positive S that crossed began (the change point estimate), or -1.
