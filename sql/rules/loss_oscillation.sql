@@ -2,7 +2,9 @@
 -- title: Loss swings widely without converging
 -- severity: warning
 -- roles: train_loss
--- inhibited_by: non_finite_loss, loss_divergence, loss_spikes, epoch_boundary_jumps, stale_run
+-- inhibited_by: non_finite_loss, loss_divergence, epoch_boundary_jumps, stale_run
+-- (Not by loss_spikes: spikes that recur with a regular period, as at each peak of a cyclic LR,
+-- are an oscillation, and the period test here says so; the two findings then stand together.)
 -- cause: The learning rate is too high for the loss surface (the optimizer bounces across a
 --   valley instead of descending it), or the batch is too small for this learning rate.
 --   A validation loss that swings between evaluations: the validation set is too small to

@@ -36,9 +36,7 @@
 -- unless it has given back all it learned (giveback).
 WITH val AS (
   SELECT series_id, tag, role, direction, step, CASE WHEN direction > 0 THEN -value ELSE value END AS value
-  FROM (SELECT series_id, tag, role, direction, step, max(value) AS value FROM role_points
-        WHERE run_id = :run_id AND role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0
-        GROUP BY series_id, step)
+  FROM val_evals WHERE run_id = :run_id
 ), best AS MATERIALIZED (
   SELECT series_id, tag, role, direction, tw_best(step, value, 0) AS j, count(*) AS n,
          (SELECT v.value FROM val v WHERE v.series_id = val.series_id ORDER BY v.step LIMIT 1) AS first

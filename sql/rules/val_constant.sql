@@ -25,9 +25,7 @@ WITH v AS (
   SELECT series_id, tag, role, step, value,
          row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k,
          count(*) OVER (PARTITION BY series_id) AS evals
-  FROM (SELECT series_id, tag, role, step, max(value) AS value FROM role_points
-        WHERE run_id = :run_id AND role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0
-        GROUP BY series_id, step)
+  FROM val_evals WHERE run_id = :run_id
 ), tail AS MATERIALIZED (
   SELECT series_id, tag, role, count(*) AS n, count(DISTINCT value) AS d, min(step) AS first_step,
          max(step) AS last_step, max(value) AS val

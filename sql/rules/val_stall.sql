@@ -23,13 +23,11 @@
 -- Validation is a loss, or a score where higher is better (val_acc; val_metric: mIoU, mAP, F1),
 -- read negated so that its best is its maximum.
 WITH val AS (
-  -- One evaluation per step (a callback registered twice writes each value several times).
-  SELECT series_id, tag, role, direction, step, CASE WHEN direction > 0 THEN -max(value) ELSE max(value) END AS value
-  FROM role_points WHERE run_id = :run_id AND role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0
+  SELECT series_id, tag, role, direction, step, CASE WHEN direction > 0 THEN -value ELSE value END AS value
+  FROM val_evals WHERE run_id = :run_id
     AND NOT (direction > 0 AND series_id IN (
-      SELECT series_id FROM role_points WHERE run_id = :run_id AND role IN ('val_acc', 'val_metric') AND value_class = 0
+      SELECT series_id FROM val_evals WHERE run_id = :run_id AND direction > 0
       GROUP BY series_id HAVING max(value) >= :saturated AND max(value) <= 1 OR max(value) >= 100 * :saturated AND max(value) <= 100))
-  GROUP BY series_id, step
 ), noise AS MATERIALIZED (
   -- Validation's own noise, relative: a dip within it is no progress.
   SELECT series_id, tw_noise_sd(step, value) / abs(tw_median(value)) AS rel FROM val GROUP BY series_id

@@ -327,7 +327,15 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       "SELECT r.run_id, r.role, r.series_id, r.tag, p.step, p.wall_time, p.value, p.value_class, "
       "r.direction "
       "FROM temp.run_roles r JOIN main.scalars p ON p.series_id = r.series_id "
-      "WHERE p.superseded = 0;"));
+      "WHERE p.superseded = 0;"
+      // One evaluation per step of each validation series: a callback registered twice
+      // (Ultralytics) writes each value several times at a step, which is neither several
+      // evaluations nor evidence of no noise. Grouped by run first, so that a rule's run_id
+      // filter reaches inside.
+      "CREATE TEMP VIEW IF NOT EXISTS val_evals AS "
+      "SELECT run_id, role, series_id, tag, direction, step, max(value) AS value FROM role_points "
+      "WHERE role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0 "
+      "GROUP BY run_id, series_id, step;"));
   TW_RETURN_IF_ERROR(db.Exec("BEGIN"));
   Result<store::Stmt> del = db.Prepare("DELETE FROM temp.run_roles WHERE run_id = ?");
   Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?,?,?)");
