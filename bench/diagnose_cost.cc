@@ -1,6 +1,6 @@
 // The cost of a diagnosis cycle over many runs with one dirty run (a plain program).
 //
-//   diagnose_cost [--runs N] [--steps S] [--reps K] [--keep DIR]
+//   diagnose_cost [--runs N] [--steps S] [--reps K] [--keep DIR] [--rules DIR]
 //
 // Writes N (default 10,000) small PyTorch-style runs, one event file each, S (default 50)
 // steps of Loss/train, lr and grad_norm; ingests them once (timed); opens an Engine and times:
@@ -51,6 +51,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 struct Options {
   int runs = 10000, steps = 50, reps = 5;
   std::string keep;
+  std::string rules;  // --rules DIR: *.sql that replace the built-ins of the same id
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -65,8 +66,11 @@ Options ParseArgs(int argc, char** argv) {
     else if (a == "--steps") o.steps = std::max(2, std::atoi(value().c_str()));
     else if (a == "--reps") o.reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--keep") o.keep = value();
+    else if (a == "--rules") o.rules = value();
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: diagnose_cost [--runs N] [--steps S] [--reps K] [--keep DIR]\n");
+      std::printf("usage: diagnose_cost [--runs N] [--steps S] [--reps K] [--keep DIR] [--rules DIR]\n"
+                  "  --rules DIR  rules (*.sql) that replace the built-ins of the same id: another\n"
+                  "               version's rules timed by the same binary\n");
       std::exit(0);
     } else Die("unknown argument " + a + " (try --help)");
   }
@@ -137,7 +141,9 @@ int Main(const Options& opt) {
   const double ingest_s = ingest();
 
   a = Clock::now();
-  Result<std::unique_ptr<diagnose::Engine>> opened = diagnose::Engine::Open(db, {});
+  diagnose::EngineOptions engine_options;
+  engine_options.rules_dir = opt.rules;
+  Result<std::unique_ptr<diagnose::Engine>> opened = diagnose::Engine::Open(db, engine_options);
   if (!opened.ok()) Die("engine: " + opened.status().ToString());
   diagnose::Engine& engine = **opened;
   for (const auto& e : engine.load_errors()) std::printf("rule load error: %s\n", e.c_str());
