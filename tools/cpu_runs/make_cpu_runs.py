@@ -3,6 +3,7 @@
 
     nice /usr/bin/python3 tools/cpu_runs/make_cpu_runs.py \
         --converter build/release/tw-events-from-jsonl --out tests/data/cpu_runs [--only NAME,...]
+        [--seed-offset N]   # the same causes on new data and init: a held-out set
 
 Every run trains a small model (MLP, CNN, GRU/RNN, tiny transformer, energy/contrastive model)
 on data made with torch from fixed seeds, for a few seconds on one thread, and records each
@@ -1896,6 +1897,21 @@ def healthy_small_batch_noisy():
 # --------------------------------------------------------------------------------------------
 
 
+def offset_seeds(offset):
+    """Shifts every seed the runs set (torch.manual_seed, torch.Generator().manual_seed) by
+    `offset`; 0 leaves them as committed."""
+    if not offset:
+        return
+    seed_global = torch.manual_seed
+    torch.manual_seed = lambda s: seed_global(int(s) + offset)
+
+    class OffsetGenerator(torch.Generator):
+        def manual_seed(self, s):
+            return super().manual_seed(int(s) + offset)
+
+    torch.Generator = OffsetGenerator
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--converter", required=True)
@@ -1903,7 +1919,11 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--child-summary", default="")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="add N to every torch seed: the same causes on new data and init, "
+                         "a held-out set for rules tuned on the committed runs")
     args = ap.parse_args()
+    offset_seeds(args.seed_offset)
     only = set(filter(None, args.only.split(",")))
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="cpu_runs_")
@@ -1918,6 +1938,8 @@ def main():
                    "--out", args.out, "--only", fn.__name__, "--child-summary", child]
             if args.no_write:
                 cmd.append("--no-write")
+            if args.seed_offset:
+                cmd += ["--seed-offset", str(args.seed_offset)]
             subprocess.run(cmd, check=True)
             with open(child) as f:
                 summary.update(json.load(f))
