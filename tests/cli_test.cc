@@ -182,6 +182,8 @@ TEST(Cli, DiagnoseFindingsRolesAndRules) {
   for (size_t at = wandb_report.find("\n  ["); at != std::string::npos; at = wandb_report.find("\n  [", at + 1))
     ++findings;
   EXPECT_EQ(findings, 1u) << "only the leak is wrong with it\n" << wandb_report;
+  // The Keras pair: both runs log epoch_loss; the message names the validation one with its run.
+  EXPECT_NE(out.find("validation/epoch_loss has risen from its best"), std::string::npos) << out;
 
   ASSERT_EQ(RunCommand(Cli() + " diagnose --format json --run 'bert*' --db " + Q(db), &out), 0);
   EXPECT_EQ(out.front(), '[') << out;

@@ -267,7 +267,13 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
         if (!*row) break;
         const int64_t series_id = series->Int(0);
         const std::string tag = series->Text(1);
-        RoleAssignment base{subj, info[subj].name, "", series_id, tag, member, ""};
+        RoleAssignment base;
+        base.run_id = subj;
+        base.run = info[subj].name;
+        base.series_id = series_id;
+        base.tag = tag;
+        base.source_run_id = member;
+        if (sibling) base.label = Base(run.name) + "/" + tag;
         ++order;
         bool named = false;
         for (size_t i = 0; i < patterns.size(); ++i) {
@@ -322,9 +328,10 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       "CREATE TEMP TABLE IF NOT EXISTS run_roles(run_id INTEGER NOT NULL, role TEXT NOT NULL, "
       "series_id INTEGER NOT NULL, tag TEXT NOT NULL, source_run_id INTEGER NOT NULL, "
       "why TEXT NOT NULL, confidence REAL NOT NULL DEFAULT 1, direction INTEGER NOT NULL DEFAULT 0, "
-      "PRIMARY KEY (run_id, role, series_id));"
+      "label TEXT NOT NULL DEFAULT '', PRIMARY KEY (run_id, role, series_id));"
       "CREATE TEMP VIEW IF NOT EXISTS role_points AS "
-      "SELECT r.run_id, r.role, r.series_id, r.tag, p.step, p.wall_time, p.value, p.value_class, "
+      "SELECT r.run_id, r.role, r.series_id, CASE r.label WHEN '' THEN r.tag ELSE r.label END AS tag, "
+      "p.step, p.wall_time, p.value, p.value_class, "
       "r.direction "
       "FROM temp.run_roles r JOIN main.scalars p ON p.series_id = r.series_id "
       "WHERE p.superseded = 0;"
@@ -338,14 +345,15 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       "GROUP BY run_id, series_id, step;"));
   TW_RETURN_IF_ERROR(db.Exec("BEGIN"));
   Result<store::Stmt> del = db.Prepare("DELETE FROM temp.run_roles WHERE run_id = ?");
-  Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?,?,?)");
+  Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?,?,?,?)");
   Status st = !del.ok() ? del.status() : ins.status();
   for (size_t i = 0; st.ok() && i < map.subjects.size(); ++i)
     st = del->Bind(1, map.subjects[i]).Run();
   for (size_t i = 0; st.ok() && i < map.assignments.size(); ++i) {
     const RoleAssignment& a = map.assignments[i];
     st = ins->Bind(1, a.run_id).Bind(2, a.role).Bind(3, a.series_id).Bind(4, a.tag)
-             .Bind(5, a.source_run_id).Bind(6, a.why).Bind(7, a.confidence).Bind(8, static_cast<int64_t>(a.direction)).Run();
+             .Bind(5, a.source_run_id).Bind(6, a.why).Bind(7, a.confidence).Bind(8, static_cast<int64_t>(a.direction))
+             .Bind(9, a.label).Run();
   }
   if (!st.ok()) {
     (void)db.Exec("ROLLBACK");

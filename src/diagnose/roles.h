@@ -47,6 +47,10 @@ struct RoleAssignment {
   std::string why;
   double confidence = 1;      // 1: a pattern named it; below: inferred (role_inference.h)
   int direction = 0;          // +1 higher is better, -1 lower is better, 0 not a quality metric
+  // How the rules' messages name the series (role_points.tag): the tag, or for a validation
+  // sibling's series the tag under its run ("validation/epoch_loss"), so that a message that
+  // compares it with the train run's epoch_loss says which is which. Empty: the tag.
+  std::string label;
 };
 
 struct RoleMap {
