@@ -1,7 +1,8 @@
 // What a run's machinery says about it, on real runs: memory that grows (a leak, or a caching
 // allocator reaching a new peak), a gradient clip that is always active (which matters with
-// SGD, little with an adaptive optimizer), and a run that went silent (unfinished only when its
-// LR schedule was heading for an end it never reached). Real files from tests/data/cpu_runs and
+// SGD, little with an adaptive optimizer), a run that went silent (unfinished only when its
+// LR schedule was heading for an end it never reached), and drops at epoch boundaries (data in
+// a fixed order, or a model meeting data it has seen). Real files from tests/data/cpu_runs and
 // ../shared/corpus-sick, and generated runs for the edges no file shows.
 #include <gtest/gtest.h>
 
@@ -170,6 +171,27 @@ TEST_F(RealLifecycleTest, StaleRunReadsTheDecaysShape) {
   Evaluation ev = EvaluateAfter(70);
   EXPECT_EQ(DiagnoseFixture::Of(ev, "stale_run", "linear").size(), 1u);
   EXPECT_TRUE(DiagnoseFixture::Of(ev, "stale_run", "exponential").empty());
+}
+
+// --- epoch_boundary_jumps ----------------------------------------------------------------------
+
+// Real runs: data sorted by difficulty within each epoch and two sources read one after the
+// other climb through every epoch and fall back at its boundary (a sawtooth, 30-90 % within an
+// epoch). A healthy 4-epoch HF run (held out: tests/data/heldout) drops 10-13 % at each new
+// epoch, as a model meeting data it has seen does, and then holds (3 % within an epoch): quiet.
+TEST_F(RealLifecycleTest, EpochDropsAreASawtoothNotAStaircase) {
+  CopyCpuRuns({"sorted_by_difficulty_no_shuffle", "concat_sources_no_shuffle"});
+  std::filesystem::copy(std::string(TW_HELDOUT_DIR) + "/healthy_hf_mlp_eval_seed2000", Root() + "/staircase",
+                        std::filesystem::copy_options::recursive);
+  Ingest();
+  Evaluation ev = EvaluateStore({}, std::nullopt);
+  for (const char* sawtooth : {"sorted_by_difficulty_no_shuffle", "concat_sources_no_shuffle"}) {
+    auto e = Of(ev, "epoch_boundary_jumps", sawtooth);
+    ASSERT_EQ(e.size(), 1u) << sawtooth;
+    EXPECT_NE(e[0].evidence.find("within_epoch_rise"), std::string::npos) << e[0].evidence;
+  }
+  EXPECT_TRUE(Of(ev, "epoch_boundary_jumps", "staircase").empty())
+      << Of(ev, "epoch_boundary_jumps", "staircase")[0].message;
 }
 
 }  // namespace

@@ -21,8 +21,17 @@
 --   half an epoch later, control_ratio times smaller, and the shifts at the boundaries the
 --   same way min_consecutive times in a row)
 -- param min_effect = 0.05: and the folded difference at least this much of the loss (relative)
+-- param min_rise = 0.1: a loss that drops at boundaries must rise within its epochs: the median
+--   over whole epochs of ln(second half's median / first half's) at least this (a healthy epoch
+--   ends no higher than it began; 10 % leaves room for the noise of half-epoch medians)
 -- param min_period = 10: without an epoch tag, the shortest period (in points) looked for
 -- param max_period = 5000: and the longest
+--
+-- A drop at every boundary has two readings. Data in a fixed order makes a sawtooth: the loss
+-- climbs through each epoch (easy data first, or one source after another) and falls back when
+-- the order starts over. A model that memorises a training set it sees for the second time makes
+-- a staircase: it drops at each new epoch and then holds or keeps falling, which is how healthy
+-- multi-epoch training looks. Only the sawtooth is this finding.
 --
 -- Epoch boundaries come from an epoch tag (where its integer part increases); without one,
 -- from the loss curve's own dominant period and phase (a periodogram of its differences).
@@ -53,9 +62,24 @@ WITH ep AS (
          max(3, CAST(:window_frac * count(*) / (bounds.n + 1) AS INTEGER)) AS w
   FROM loss, bounds
   WHERE bounds.n >= :min_consecutive GROUP BY series_id
+), epochs AS (
+  -- Whole epochs, between consecutive boundaries.
+  SELECT per.series_id, CAST(a.value AS REAL) AS lo, CAST(b.value AS REAL) AS hi
+  FROM per, json_each(per.steps) a, json_each(per.steps) b WHERE b.key = a.key + 1
+), halves AS MATERIALIZED (
+  SELECT e.series_id,
+         (SELECT tw_median(l.value) FROM loss l WHERE l.series_id = e.series_id AND l.step >= e.lo
+            AND l.step < (e.lo + e.hi) / 2.0) AS first_half,
+         (SELECT tw_median(l.value) FROM loss l WHERE l.series_id = e.series_id AND l.step >= (e.lo + e.hi) / 2.0
+            AND l.step < e.hi) AS second_half
+  FROM epochs e
+), within AS MATERIALIZED (
+  SELECT series_id, tw_median(ln(second_half / first_half)) AS rise FROM halves
+  WHERE first_half > 0 AND second_half > 0 GROUP BY series_id
 ), j AS MATERIALIZED (
   SELECT per.*, (SELECT tw_boundary_jumps(l.step, l.value, per.steps, per.w, :z)
-                   FROM loss l WHERE l.series_id = per.series_id) AS r
+                   FROM loss l WHERE l.series_id = per.series_id) AS r,
+         (SELECT rise FROM within WHERE within.series_id = per.series_id) AS rise
   FROM per
 ), seen AS (
   -- One boundary at a time: jumps beyond z, in a row, singled out against mid-epoch controls.
@@ -77,7 +101,7 @@ WITH ep AS (
   FROM seen
 ), judged AS (
   SELECT dir.*, up_one_by_one OR (up_folded AND NOT down_one_by_one) AS is_up,
-         down_one_by_one OR (down_folded AND NOT up_one_by_one) AS is_down,
+         (down_one_by_one OR (down_folded AND NOT up_one_by_one)) AND COALESCE(rise, 1) >= :min_rise AS is_down,
          (up_one_by_one OR down_one_by_one) AS one_by_one
   FROM dir
 ), placed AS (
@@ -117,5 +141,6 @@ SELECT series_id, onset AS onset_step, onset AS first_step,
                    'jumps', json(json_extract(r, '$.jumps')), 'window_points', w,
                    'folded_z', json_extract(r, '$.folded_z'), 'folded_control_z', json_extract(r, '$.folded_control_z'),
                    'folded_effect', json_extract(r, '$.folded_effect'),
+                   'within_epoch_rise', rise,
                    'method', CASE WHEN one_by_one THEN 'boundaries' ELSE 'folded' END) AS evidence
 FROM placed
