@@ -194,5 +194,23 @@ TEST_F(RealLifecycleTest, EpochDropsAreASawtoothNotAStaircase) {
       << Of(ev, "epoch_boundary_jumps", "staircase")[0].message;
 }
 
+// --- loss_at_chance: an accuracy that names K ------------------------------------------------------
+
+// Held out (tests/data/heldout): a 12-layer sigmoid net at 2.27 for 96 points, 1.6 % under
+// ln 10 (an imbalanced set's label entropy: too far for a K guessed from common counts alone),
+// with a validation accuracy of 0.12, 0.16, 0.16: the share of the class it guesses, moving as
+// that class changes. The accuracy, between 1/10 and 2/10, names K = 10 and shows no learning.
+TEST_F(RealLifecycleTest, AnAccuracyBelowTwiceChanceNamesKAndShowsNoLearning) {
+  std::filesystem::create_directories(Root());
+  std::filesystem::copy(std::string(TW_HELDOUT_DIR) + "/deep_sigmoid_vanishing_seed2000", Root() + "/sigmoid",
+                        std::filesystem::copy_options::recursive);
+  Ingest();
+  Evaluation ev = EvaluateStore({}, std::nullopt);
+  auto c = Of(ev, "loss_at_chance", "sigmoid");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].message.find("ln 10"), std::string::npos) << c[0].message;
+  EXPECT_NE(c[0].message.find("one class's share among 10"), std::string::npos) << c[0].message;
+}
+
 }  // namespace
 }  // namespace tw::diagnose
