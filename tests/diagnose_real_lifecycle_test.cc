@@ -212,5 +212,21 @@ TEST_F(RealLifecycleTest, AnAccuracyBelowTwiceChanceNamesKAndShowsNoLearning) {
   EXPECT_NE(c[0].message.find("one class's share among 10"), std::string::npos) << c[0].message;
 }
 
+// Held out: SGD at lr 0.8 blows up in its first steps (17 in a 5-point median, a first-epoch
+// loss of 9.65) and then bounces at ln 10 for 250 steps, val_acc 0.10-0.13. With K known from
+// the accuracy, a start above chance is no better than a guess: it is at chance from the start.
+TEST_F(RealLifecycleTest, AStartAboveChanceIsNoBetterThanAGuess) {
+  std::filesystem::create_directories(Root());
+  std::filesystem::copy(std::string(TW_HELDOUT_DIR) + "/cnn_sgd_lr_blowup_seed3000", Root() + "/blowup",
+                        std::filesystem::copy_options::recursive);
+  Ingest();
+  Evaluation ev = EvaluateStore({}, std::nullopt);
+  auto c = Of(ev, "loss_at_chance", "blowup");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].message.find("ln 10"), std::string::npos) << c[0].message;
+  ASSERT_TRUE(c[0].onset_step.has_value());
+  EXPECT_LE(*c[0].onset_step, 12) << c[0].message;
+}
+
 }  // namespace
 }  // namespace tw::diagnose

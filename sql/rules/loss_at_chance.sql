@@ -22,7 +22,7 @@
 -- param min_evals = 3: validation evaluations during the stay, alternatively (each one a
 --   look at held-out data that found no learning)
 -- param start_tol = 0.03: the stay's median and its latest tenth (and, for a stay from the
---   start, its first tenth) are within this (relative) of the chance level, for a K the
+--   start, its first tenth, or not below it when K is known) are within this (relative) of the chance level, for a K the
 --   hparams or an accuracy at chance give
 -- param bare_tol = 0.015: the same for a K guessed from common class counts alone
 -- param stay_tol = 0.05: the stay begins after the last time the curve (the median of each
@@ -149,7 +149,11 @@ WITH pts AS (
   FROM measured m
   WHERE abs(ln(stay_level / level)) <= tol
     -- A stay from the start began at chance; one that came back there needs a K not guessed.
-    AND (since = lo AND abs(ln(first_level / level)) <= tol OR since > lo AND src != 'common')
+    -- With K known (hparams, an accuracy), a start above chance (a blow-up in the first steps,
+    -- an init that starts high) is no better than a guess either: only a start below it says
+    -- the model once did better.
+    AND (since = lo AND (abs(ln(first_level / level)) <= tol OR src != 'common' AND ln(first_level / level) > -tol)
+         OR since > lo AND src != 'common')
     AND stay_n >= :min_points
 )
 SELECT series_id, since AS onset_step, since AS first_step, hi AS last_step,
