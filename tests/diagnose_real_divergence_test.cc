@@ -19,35 +19,17 @@
 namespace tw::diagnose {
 namespace {
 
-class RealDivergenceTest : public testing::DiagnoseFixture {
+class RealDivergenceTest : public testing::RealRunsFixture {
  protected:
-  std::mt19937 rng_{11};
+  RealDivergenceTest() { rng_.seed(11); }
 
-  double Noise(double sd) { return std::exp(std::normal_distribution<double>(0, sd)(rng_)); }
-
-  Evaluation Evaluate(const std::vector<std::string>& paths = {}) {
-    Ingest(paths);
-    return EvaluateStore({}, std::nullopt);
-  }
-  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule, const std::string& run) {
-    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
-  }
-  static std::vector<std::string> Alarms(const Evaluation& ev, const std::string& run) {
-    return DiagnoseFixture::Alarms(ev, run, /*containing=*/true);
-  }
   // Whether `rule` fired at warning or worse on `run`.
   static bool Loud(const Evaluation& ev, const std::string& rule, const std::string& run) {
     for (const auto& o : Of(ev, rule, run))
       if (o.severity >= Severity::kWarning) return true;
     return false;
   }
-  // The CPU runs, all of them (a run is named by its path under the directory ingested).
-  static std::string CpuRuns() { return TW_CPU_RUNS_DIR; }
 };
-
-#define REQUIRE_DIR(var, expr)                    \
-  const std::string var = (expr);                 \
-  if (var.empty()) GTEST_SKIP() << #expr " not found"
 
 // --- loss_divergence ---------------------------------------------------------------------------
 
@@ -55,7 +37,7 @@ class RealDivergenceTest : public testing::DiagnoseFixture {
 // point: 0.49 @0, 0.62 @10, 1.08 @12, 1.78 @14, about 1.6-2 from then on (accuracy 0.83 -> 0.36).
 // Its window is a quarter of its points (5), not 25, and it is judged from 16 points on.
 TEST_F(RealDivergenceTest, TwentyEpochRunWorstSinceItsStartDiverges) {
-  REQUIRE_DIR(sick, testing::CorpusSickDir());
+  REQUIRE_SICK_CORPUS();
   Evaluation ev = Evaluate({sick + "/wandb-0.16-python"});
   auto d = Of(ev, "loss_divergence", "kosd8wn6");
   ASSERT_EQ(d.size(), 1u);
@@ -165,7 +147,7 @@ TEST_F(RealDivergenceTest, OrderOfMagnitudeJumpThatStaysIsADivergence) {
 // definition changes mid-run (ADIOCLASSMATE), per-step SFT noise with isolated 5x points (1BIMU),
 // duplicated YOLOv8 values (AlanYuzhe).
 TEST_F(RealDivergenceTest, CorpusTrapsStayQuiet) {
-  REQUIRE_DIR(sick, testing::CorpusSickDir());
+  REQUIRE_SICK_CORPUS();
   Evaluation ev = Evaluate({sick});
   for (const char* run : {"n748obmj", "pugangqiang", "chaoyu1999", "h48i8h28", "sxn3hk1y", "42la265j",
                           "train13", "8ymxhcfn", "nt1k6dl7", "jmy8a387", "8ojozwo6"})
@@ -202,7 +184,7 @@ TEST_F(RealDivergenceTest, NotPositiveLossMustTurnUpAfterAStableStretch) {
 // point-to-point noise (0.5%), it is 1.5x and some 90 noise SDs. One spike in a validation loss
 // is the model knocked off course: information.
 TEST_F(RealDivergenceTest, SpikeInAValidationLossIsRead) {
-  REQUIRE_DIR(sick, testing::CorpusSickDir());
+  REQUIRE_SICK_CORPUS();
   Evaluation ev = Evaluate({sick + "/wandb-core-0.25/ADIOCLASSMATE__Bag-of-tricks-for-Transformers"});
   auto s = Of(ev, "loss_spikes", "sxn3hk1y");
   ASSERT_EQ(s.size(), 1u);
@@ -219,7 +201,7 @@ TEST_F(RealDivergenceTest, SpikeInAValidationLossIsRead) {
 // discriminator's rises towards 2 ln 2 as the generator improves) that loss_spikes reads against
 // both sides, where one spike is information.
 TEST_F(RealDivergenceTest, SpikeInAGanPlayersLossIsRead) {
-  REQUIRE_DIR(sick, testing::CorpusSickDir());
+  REQUIRE_SICK_CORPUS();
   Evaluation ev = Evaluate({sick + "/wandb-0.17-python"});
   auto s = Of(ev, "loss_spikes", "bjoekywl");
   ASSERT_EQ(s.size(), 1u);

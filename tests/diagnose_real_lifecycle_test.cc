@@ -19,16 +19,11 @@ namespace {
 
 using testing::Tag;
 
-const std::string kCpuRuns = TW_CPU_RUNS_DIR;
 // Ingested from its parent, so that its run name holds "1BIMU".
 const std::string kSftParent = "/wandb-core-0.21";  // 1BIMU__UASFT: HF SFT, AdamW, max_grad_norm 1
 
-class RealLifecycleTest : public testing::DiagnoseFixture {
+class RealLifecycleTest : public testing::RealRunsFixture {
  protected:
-  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule, const std::string& run) {
-    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
-  }
-
   // The first `fraction` of `src`'s bytes as Root()/run/<its name>: a run cut off mid-write,
   // its last record torn (the reader keeps what is whole).
   void WriteCutCopy(const std::string& src, const std::string& run, double fraction) {
@@ -42,9 +37,7 @@ class RealLifecycleTest : public testing::DiagnoseFixture {
 
   // Copies of committed CPU runs into Root(), each named as its directory.
   void CopyCpuRuns(const std::vector<std::string>& runs) {
-    std::filesystem::create_directories(Root());
-    for (const auto& r : runs)
-      std::filesystem::copy(kCpuRuns + "/" + r, Root() + "/" + r, std::filesystem::copy_options::recursive);
+    for (const auto& r : runs) CopyRun(CpuRuns() + "/" + r, r);
   }
 
   static std::string OnlyFile(const std::string& dir) {
@@ -55,12 +48,7 @@ class RealLifecycleTest : public testing::DiagnoseFixture {
   // As of `minutes` after the store's last point.
   Evaluation EvaluateAfter(double minutes) {
     Ingest();
-    Result<std::unique_ptr<store::Store>> s = store::Store::Open(Db());
-    EXPECT_TRUE(s.ok());
-    Result<store::Stmt> last = (*s)->db().Prepare("SELECT max(wall_time) FROM scalars");
-    EXPECT_TRUE(last.ok() && *last->Step());
-    const double now = last->Real(0) + 60 * minutes;
-    return EvaluateStore({}, now);
+    return EvaluateStore({}, std::nullopt, 60 * minutes);
   }
 };
 
@@ -74,8 +62,7 @@ TEST_F(RealLifecycleTest, MemoryGrowthIsALeakNotAnAllocatorStaircase) {
   CopyCpuRuns({"leak_loss_history", "growing_feature_cache"});
   std::vector<std::string> paths = {Root()};
   if (!sick.empty()) paths.push_back(sick + kSftParent);
-  Ingest(paths);
-  Evaluation ev = EvaluateStore({}, std::nullopt);
+  Evaluation ev = Evaluate(paths);
   for (const char* leak : {"leak_loss_history", "growing_feature_cache"}) {
     SCOPED_TRACE(leak);
     auto m = Of(ev, "memory_growth", leak);
@@ -99,8 +86,7 @@ TEST_F(RealLifecycleTest, ClipSaturationWeighsTheOptimizerOnRealRuns) {
   const std::string sick = testing::CorpusSickDir();
   if (sick.empty()) GTEST_SKIP() << "../shared/corpus-sick not found";
   CopyCpuRuns({"clip_saturation_tiny_max_norm"});
-  Ingest({Root(), sick + kSftParent});
-  Evaluation ev = EvaluateStore({}, std::nullopt);
+  Evaluation ev = Evaluate({Root(), sick + kSftParent});
   auto sgd = Of(ev, "grad_clip_saturation", "clip_saturation_tiny_max_norm");
   ASSERT_EQ(sgd.size(), 1u);
   EXPECT_EQ(sgd[0].severity, Severity::kWarning);
@@ -128,8 +114,7 @@ TEST_F(RealLifecycleTest, ClipSaturationUnderEachOptimizer) {
   run("sgd_3x", "sgd", 3);
   run("unnamed_3x", "", 3);
   run("adamw_30x", "AdamW", 30);
-  Ingest();
-  Evaluation ev = EvaluateStore({}, std::nullopt);
+  Evaluation ev = Evaluate();
   auto severity = [&](const std::string& r) {
     auto o = DiagnoseFixture::Of(ev, "grad_clip_saturation", r);
     EXPECT_EQ(o.size(), 1u) << r;
@@ -149,8 +134,8 @@ TEST_F(RealLifecycleTest, ClipSaturationUnderEachOptimizer) {
 // whole of a Keras run with an exponential decay (x0.9 per epoch, no end) and a cyclic LR (it
 // falls in every cycle) are quiet: stopping in them says nothing about being done.
 TEST_F(RealLifecycleTest, StaleRunNeedsAScheduleThatHeadsForAnEnd) {
-  WriteCutCopy(OnlyFile(kCpuRuns + "/healthy_hf_mlp_eval"), "cut_linear", 0.55);
-  WriteCutCopy(OnlyFile(kCpuRuns + "/healthy_mlp_warmup_cosine"), "cut_cosine", 0.55);
+  WriteCutCopy(OnlyFile(CpuRuns() + "/healthy_hf_mlp_eval"), "cut_linear", 0.55);
+  WriteCutCopy(OnlyFile(CpuRuns() + "/healthy_mlp_warmup_cosine"), "cut_cosine", 0.55);
   CopyCpuRuns({"healthy_cnn_keras", "cyclic_lr_oscillation"});
   Evaluation ev = EvaluateAfter(70);
   for (const char* cut : {"cut_linear", "cut_cosine"}) {
@@ -181,10 +166,8 @@ TEST_F(RealLifecycleTest, StaleRunReadsTheDecaysShape) {
 // epoch, as a model meeting data it has seen does, and then holds (3 % within an epoch): quiet.
 TEST_F(RealLifecycleTest, EpochDropsAreASawtoothNotAStaircase) {
   CopyCpuRuns({"sorted_by_difficulty_no_shuffle", "concat_sources_no_shuffle"});
-  std::filesystem::copy(std::string(TW_HELDOUT_DIR) + "/healthy_hf_mlp_eval_seed2000", Root() + "/staircase",
-                        std::filesystem::copy_options::recursive);
-  Ingest();
-  Evaluation ev = EvaluateStore({}, std::nullopt);
+  CopyRun(HeldOut() + "/healthy_hf_mlp_eval_seed2000", "staircase");
+  Evaluation ev = Evaluate();
   for (const char* sawtooth : {"sorted_by_difficulty_no_shuffle", "concat_sources_no_shuffle"}) {
     auto e = Of(ev, "epoch_boundary_jumps", sawtooth);
     ASSERT_EQ(e.size(), 1u) << sawtooth;
@@ -201,11 +184,8 @@ TEST_F(RealLifecycleTest, EpochDropsAreASawtoothNotAStaircase) {
 // with a validation accuracy of 0.12, 0.16, 0.16: the share of the class it guesses, moving as
 // that class changes. The accuracy, between 1/10 and 2/10, names K = 10 and shows no learning.
 TEST_F(RealLifecycleTest, AnAccuracyBelowTwiceChanceNamesKAndShowsNoLearning) {
-  std::filesystem::create_directories(Root());
-  std::filesystem::copy(std::string(TW_HELDOUT_DIR) + "/deep_sigmoid_vanishing_seed2000", Root() + "/sigmoid",
-                        std::filesystem::copy_options::recursive);
-  Ingest();
-  Evaluation ev = EvaluateStore({}, std::nullopt);
+  CopyRun(HeldOut() + "/deep_sigmoid_vanishing_seed2000", "sigmoid");
+  Evaluation ev = Evaluate();
   auto c = Of(ev, "loss_at_chance", "sigmoid");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(c[0].message.find("ln 10"), std::string::npos) << c[0].message;
@@ -216,11 +196,8 @@ TEST_F(RealLifecycleTest, AnAccuracyBelowTwiceChanceNamesKAndShowsNoLearning) {
 // loss of 9.65) and then bounces at ln 10 for 250 steps, val_acc 0.10-0.13. With K known from
 // the accuracy, a start above chance is no better than a guess: it is at chance from the start.
 TEST_F(RealLifecycleTest, AStartAboveChanceIsNoBetterThanAGuess) {
-  std::filesystem::create_directories(Root());
-  std::filesystem::copy(std::string(TW_HELDOUT_DIR) + "/cnn_sgd_lr_blowup_seed3000", Root() + "/blowup",
-                        std::filesystem::copy_options::recursive);
-  Ingest();
-  Evaluation ev = EvaluateStore({}, std::nullopt);
+  CopyRun(HeldOut() + "/cnn_sgd_lr_blowup_seed3000", "blowup");
+  Evaluation ev = Evaluate();
   auto c = Of(ev, "loss_at_chance", "blowup");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(c[0].message.find("ln 10"), std::string::npos) << c[0].message;

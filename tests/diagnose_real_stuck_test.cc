@@ -21,23 +21,13 @@ namespace {
 
 using testing::Tag;
 
-class RealStuckTest : public testing::DiagnoseFixture {
+class RealStuckTest : public testing::RealRunsFixture {
  protected:
-  // Ingests `paths` (default: every CPU run; a run's name is its path under the directory
-  // ingested) and evaluates every rule an hour after the last point (finished history).
+  // Default: every CPU run (a run's name is its path under the directory ingested).
   Evaluation Evaluate(const std::vector<std::string>& paths = {TW_CPU_RUNS_DIR}) {
-    Ingest(paths);
-    return EvaluateStore({}, std::nullopt);
-  }
-  // Run names are paths relative to the ingested directory: match on their tail.
-  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule, const std::string& run) {
-    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
+    return RealRunsFixture::Evaluate(paths);
   }
 };
-
-#define REQUIRE_SICK_CORPUS()                                                      \
-  const std::string sick = testing::CorpusSickDir();                              \
-  if (sick.empty()) GTEST_SKIP() << "../shared/corpus-sick not found"
 
 // --- loss_plateau: convergence is not a plateau ------------------------------------------------
 
@@ -142,8 +132,7 @@ TEST_F(RealStuckTest, CyclicLrSwingsOnADescent) {
 // positively autocorrelated at every short lag (0.27 at lag 2, beyond chance over 240 points),
 // but it never turns around within that "period": smoothness, not a swing.
 TEST_F(RealStuckTest, SmoothCurveHasNoShortPeriod) {
-  const std::string corpus = testing::CorpusDir();
-  if (corpus.empty()) GTEST_SKIP() << "../shared/corpus not found";
+  REQUIRE_DIR(corpus, testing::CorpusDir());
   Ingest({corpus + "/pytorch-lightning-2.x/EnderXiao__SATD"});
   Evaluation ev = EvaluateStore({}, 4e9);
   for (const auto& o : Of(ev, "loss_oscillation", "version_0")) ADD_FAILURE() << o.message;

@@ -15,15 +15,9 @@
 namespace tw::diagnose {
 namespace {
 
-class RealValidationTest : public testing::DiagnoseFixture {
+class RealValidationTest : public testing::RealRunsFixture {
  protected:
-  Evaluation Evaluate(const std::vector<std::string>& paths, EngineOptions options = {}) {
-    Ingest(paths);
-    return EvaluateStore(std::move(options), std::nullopt);
-  }
-  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule, const std::string& run) {
-    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
-  }
+  // `rule`'s findings on `run` about one series.
   static std::vector<Observation> On(const Evaluation& ev, const std::string& rule, const std::string& run,
                                      const std::string& series) {
     std::vector<Observation> out;
@@ -31,14 +25,7 @@ class RealValidationTest : public testing::DiagnoseFixture {
       if (o.series == series) out.push_back(o);
     return out;
   }
-  // The CPU runs are ingested together (runs are named relative to the root: a Keras pair is
-  // NAME/train and NAME/validation).
-  static std::string CpuRuns() { return TW_CPU_RUNS_DIR; }
 };
-
-#define REQUIRE_SICK_CORPUS()                                                      \
-  const std::string sick = testing::CorpusSickDir();                              \
-  if (sick.empty()) GTEST_SKIP() << "../shared/corpus-sick not found"
 
 // --- overfitting: one evaluation per step, and the score decides ------------------------------
 
@@ -122,8 +109,7 @@ TEST_F(RealValidationTest, ValConstantOnAScoreThatNeverMoved) {
 // A Keras test asset whose epoch_val_acc is exactly 1 at all 17 epochs: a solved task, not a
 // frozen evaluation.
 TEST_F(RealValidationTest, ValConstantLeavesASaturatedScoreAlone) {
-  const std::string corpus = testing::CorpusDir();
-  if (corpus.empty()) GTEST_SKIP() << "../shared/corpus not found";
+  REQUIRE_DIR(corpus, testing::CorpusDir());
   Evaluation ev = Evaluate({corpus + "/keras-2-tf1-callback/wandb__wandb/tests"});
   bool seen = false;
   for (const auto& v : ev.verdicts) seen |= v.run.find("assets") != std::string::npos;

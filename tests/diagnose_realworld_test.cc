@@ -27,30 +27,7 @@ using testing::Tag;
 constexpr double kT0 = testing::kRunT0;
 constexpr double kDt = testing::kRunDt;
 
-// Lookups match runs by a part of their name: real runs have long paths.
-class RealWorldTest : public testing::DiagnoseFixture {
- protected:
-  std::mt19937 rng_{7};
-
-  double Noise(double sd) { return std::exp(std::normal_distribution<double>(0, sd)(rng_)); }
-
-  // Ingests `paths` (default: the generated logdir) and evaluates every rule as of an hour
-  // after the last point (finished history: no stale-run question).
-  Evaluation Evaluate(EngineOptions options = {}, const std::vector<std::string>& paths = {}) {
-    Ingest(paths);
-    return EvaluateStore(std::move(options), std::nullopt);
-  }
-  static std::vector<Observation> Of(const Evaluation& ev, const std::string& rule, const std::string& run) {
-    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
-  }
-  static std::vector<std::string> Alarms(const Evaluation& ev, const std::string& run) {
-    return DiagnoseFixture::Alarms(ev, run, /*containing=*/true);
-  }
-};
-
-#define REQUIRE_SICK_CORPUS()                                                      \
-  const std::string sick = testing::CorpusSickDir();                              \
-  if (sick.empty()) GTEST_SKIP() << "../shared/corpus-sick not found"
+using RealWorldTest = testing::RealRunsFixture;
 
 // --- 1. A loss at chance from the first step ---------------------------------------------------
 
@@ -59,8 +36,8 @@ class RealWorldTest : public testing::DiagnoseFixture {
 // and left it at once (a plateau at 0.745 afterwards, which loss_plateau reports): not at chance.
 TEST_F(RealWorldTest, LossAtChanceOnRealRuns) {
   REQUIRE_SICK_CORPUS();
-  Evaluation ev = Evaluate({}, {sick + "/wandb-core-0.25/ashishmeshram229__DA6401-Assignment-1/wandb",
-                                sick + "/wandb-legacy-0.8/MoonBlvd__mil_ucf_cvpr2018/wandb"});
+  Evaluation ev = Evaluate({sick + "/wandb-core-0.25/ashishmeshram229__DA6401-Assignment-1/wandb",
+                            sick + "/wandb-legacy-0.8/MoonBlvd__mil_ucf_cvpr2018/wandb"});
   auto ce = Of(ev, "loss_at_chance", "xf4an76b");
   ASSERT_EQ(ce.size(), 1u);
   EXPECT_EQ(ce[0].severity, Severity::kWarning);
@@ -125,8 +102,8 @@ TEST_F(RealWorldTest, NonFiniteFromTheFirstPointOnRealRuns) {
   REQUIRE_SICK_CORPUS();
   EngineOptions o;  // the W&B keys end with a space; role inference is not under test here
   o.roles = {{"train_loss", "training loss*", "", "test"}, {"val_loss", "validation loss*", "", "test"}};
-  Evaluation ev = Evaluate(o, {sick + "/wandb-0.16-python/AbhishekKarmakar5__Feed-forward-neural-network-implementation-from-scratch/wandb",
-                               sick + "/pytorch-lightning-2.x/Debajyoti2004__Brain_tumor_disease/lightning_logs"});
+  Evaluation ev = Evaluate({sick + "/wandb-0.16-python/AbhishekKarmakar5__Feed-forward-neural-network-implementation-from-scratch/wandb",
+                            sick + "/pytorch-lightning-2.x/Debajyoti2004__Brain_tumor_disease/lightning_logs"}, o);
   for (const std::string run : {"0gkgcqjt", "version_3"}) {
     SCOPED_TRACE(run);
     auto n = Of(ev, "non_finite_loss", run);
@@ -189,7 +166,7 @@ TEST_F(RealWorldTest, ElboRisingThroughZeroOnARealRunIsNoDivergence) {
   REQUIRE_SICK_CORPUS();
   EngineOptions o;  // as if role inference took the ELBO for the training loss
   o.roles = {{"train_loss", "train_elbo", "", "test"}};
-  Evaluation ev = Evaluate(o, {sick + "/wandb-0.13-python/A-Ijishakin__beta-tcvae/wandb"});
+  Evaluation ev = Evaluate({sick + "/wandb-0.13-python/A-Ijishakin__beta-tcvae/wandb"}, o);
   EXPECT_TRUE(Of(ev, "loss_divergence", "n748obmj").empty());
 }
 
@@ -214,7 +191,7 @@ TEST_F(RealWorldTest, ConvergedFloorIsNoPlateau) {
     paths.push_back(sick + "/wandb-core-0.20/imkannadiga__flow-matching-pde/wandb-logs/FNO/wandb");
     o.roles = {{"train_loss", "training_loss", "", "test"}, {"val_loss", "evaluation_loss", "", "test"}};
   }
-  Evaluation ev = Evaluate(o, paths);
+  Evaluation ev = Evaluate(paths, o);
   EXPECT_TRUE(Of(ev, "loss_plateau", "fell_25x").empty());
   EXPECT_EQ(Alarms(ev, "fell_25x"), std::vector<std::string>{});
   EXPECT_EQ(Of(ev, "loss_plateau", "fell_3x").size(), 1u);
@@ -264,8 +241,8 @@ TEST_F(RealWorldTest, WarmupThatNeverEndsOnRealRuns) {
   REQUIRE_SICK_CORPUS();
   EngineOptions o;
   o.roles = {{"lr", "x/lr0", "*chaoyu1999*", "test"}, {"lr", "x/lr2", "*pugangqiang*", "test"}};
-  Evaluation ev = Evaluate(o, {sick + "/detectron2-torch-summarywriter", sick + "/tf2-od-api-tf-summary",
-                               sick + "/yolov5-torch-summarywriter"});
+  Evaluation ev = Evaluate({sick + "/detectron2-torch-summarywriter", sick + "/tf2-od-api-tf-summary",
+                            sick + "/yolov5-torch-summarywriter"}, o);
   auto d2 = Of(ev, "lr_schedule_misaligned", "Kevindic0214");
   ASSERT_EQ(d2.size(), 1u);
   EXPECT_EQ(d2[0].severity, Severity::kWarning);
@@ -314,7 +291,7 @@ TEST_F(RealWorldTest, OverfittingOnAValidationScoreOnRealRuns) {
   REQUIRE_SICK_CORPUS();
   EngineOptions o;
   o.roles = {{"train_loss", "train/obj_loss", "", "test"}, {"val_metric", "metrics/mAP_0.5", "", "test"}};
-  Evaluation ev = Evaluate(o, {sick + "/yolov5-torch-summarywriter"});
+  Evaluation ev = Evaluate({sick + "/yolov5-torch-summarywriter"}, o);
   // The mAP (and, with roles inferred, its validation class loss too: both overfit).
   auto of = Of(ev, "overfitting", "chaoyu1999");
   auto map = std::find_if(of.begin(), of.end(), [](const Observation& o) { return o.series == "metrics/mAP_0.5"; });
@@ -360,8 +337,8 @@ TEST_F(RealWorldTest, ValidationScoresAreReadHigherIsBetter) {
 // (its callback registered once per sibling file): one evaluation, not three identical ones.
 TEST_F(RealWorldTest, InferredRolesOnRealRuns) {
   REQUIRE_SICK_CORPUS();
-  Evaluation ev = Evaluate({}, {sick + "/wandb-0.16-python", sick + "/wandb-0.17-python",
-                                sick + "/ultralytics-yolov8-torch-summarywriter"});
+  Evaluation ev = Evaluate({sick + "/wandb-0.16-python", sick + "/wandb-0.17-python",
+                            sick + "/ultralytics-yolov8-torch-summarywriter"});
   auto nan = Of(ev, "non_finite_loss", "0gkgcqjt");
   ASSERT_FALSE(nan.empty());
   EXPECT_EQ(nan[0].onset_step, 0);

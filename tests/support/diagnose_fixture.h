@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -60,9 +62,11 @@ class DiagnoseFixture : public ::testing::Test {
                                     &summary).ok());
   }
 
-  // Every rule once over what Db() holds, as of `now` (null: an hour after the last point,
-  // when the runs are finished history and no stale-run question arises).
-  diagnose::Evaluation EvaluateStore(diagnose::EngineOptions options, std::optional<double> now) {
+  // Every rule once over what Db() holds, as of `now` (null: `after_last` seconds after the
+  // last point; an hour by default, when the runs are finished history and no stale-run
+  // question arises).
+  diagnose::Evaluation EvaluateStore(diagnose::EngineOptions options, std::optional<double> now,
+                                     double after_last = 3600) {
     Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(Db(), std::move(options));
     EXPECT_TRUE(engine.ok()) << engine.status().message();
     if (!engine.ok()) return {};
@@ -70,7 +74,7 @@ class DiagnoseFixture : public ::testing::Test {
     if (!now) {
       Result<store::Stmt> last = (*engine)->db().Prepare("SELECT max(wall_time) FROM scalars");
       EXPECT_TRUE(last.ok() && *last->Step());
-      now = last->Real(0) + 3600;
+      now = last->Real(0) + after_last;
     }
     Result<diagnose::Evaluation> ev = (*engine)->Evaluate(nullptr, *now);
     EXPECT_TRUE(ev.ok()) << ev.status().message();
@@ -104,4 +108,42 @@ class DiagnoseFixture : public ::testing::Test {
   }
 };
 
+// For tests on real runs: their names are paths under the directory ingested, so lookups match
+// a part of the name; the committed CPU runs and held-out runs are at hand, copied into the
+// logdir under a name of the test's choosing.
+class RealRunsFixture : public DiagnoseFixture {
+ protected:
+  std::mt19937 rng_{7};
+
+  double Noise(double sd) { return std::exp(std::normal_distribution<double>(0, sd)(rng_)); }
+
+  // Ingests `paths` (default: the generated logdir) and evaluates every rule an hour after the
+  // last point.
+  diagnose::Evaluation Evaluate(const std::vector<std::string>& paths = {}, diagnose::EngineOptions options = {}) {
+    Ingest(paths);
+    return EvaluateStore(std::move(options), std::nullopt);
+  }
+  static std::vector<diagnose::Observation> Of(const diagnose::Evaluation& ev, const std::string& rule,
+                                               const std::string& run) {
+    return DiagnoseFixture::Of(ev, rule, run, /*containing=*/true);
+  }
+  static std::vector<std::string> Alarms(const diagnose::Evaluation& ev, const std::string& run) {
+    return DiagnoseFixture::Alarms(ev, run, /*containing=*/true);
+  }
+
+  static std::string CpuRuns() { return TW_CPU_RUNS_DIR; }
+  static std::string HeldOut() { return TW_HELDOUT_DIR; }
+  // A copy of the run directory `from` as Root()/`as`.
+  void CopyRun(const std::string& from, const std::string& as) {
+    std::filesystem::create_directories(Root());
+    std::filesystem::copy(from, Root() + "/" + as, std::filesystem::copy_options::recursive);
+  }
+};
+
 }  // namespace tw::testing
+
+// Declares `var` as the directory `expr` names, or skips the test (loudly) when it is absent.
+#define REQUIRE_DIR(var, expr)  \
+  const std::string var = (expr); \
+  if (var.empty()) GTEST_SKIP() << #expr " found nothing (../shared beside the checkout?)"
+#define REQUIRE_SICK_CORPUS() REQUIRE_DIR(sick, ::tw::testing::CorpusSickDir())
