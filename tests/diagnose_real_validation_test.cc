@@ -164,8 +164,8 @@ TEST_F(RealValidationTest, GradExplosionBurstOnAPerLayerNorm) {
   EXPECT_TRUE(Of(ev, "grad_explosion", "wt8p3buo").empty());  // a norm of exactly 0: vanishing
 }
 
-// Generated: a run that logs only per-layer norms, two of them; the one that explodes is read
-// whichever of them stands in for the global norm.
+// Generated: a run that logs only per-layer norms, two of them; each layer is read, so the one
+// that explodes is found whichever it is.
 TEST_F(RealValidationTest, GradExplosionReadsEachLayerWhenNoGlobalNormIsLogged) {
   auto flat = [](int64_t s) { return 0.5 + 0.01 * static_cast<double>(s % 7); };
   for (const std::string bad : {"0", "1"}) {

@@ -28,8 +28,7 @@
 WITH src AS (
   SELECT DISTINCT series_id FROM run_roles WHERE run_id = :run_id AND
     (role = 'grad_norm' OR (role = 'grad_norm_layer' AND NOT EXISTS (
-       SELECT 1 FROM run_roles r WHERE r.run_id = :run_id AND r.role = 'grad_norm'
-         AND r.series_id NOT IN (SELECT series_id FROM run_roles WHERE run_id = :run_id AND role = 'grad_norm_layer'))))
+       SELECT 1 FROM run_roles r WHERE r.run_id = :run_id AND r.role = 'grad_norm')))
 ), fin AS MATERIALIZED (
   -- One value per step (a norm logged twice at a step is one measurement).
   SELECT p.series_id, p.tag, p.step, max(p.value) AS value FROM role_points p

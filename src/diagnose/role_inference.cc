@@ -246,11 +246,10 @@ bool GuessOptimizer(const Tokens& t, const NameShape& name, std::vector<RoleGues
   const bool grad = Any(t, kGradWords);
   const bool norm = Any(t, kNormWords);
   if (t.count("gnorm") || (grad && norm)) {
-    // A layer's norm (a module name or an index in the tag) stands in for the global one only
-    // when the run logs no global norm.
+    // A layer's norm (a module name or an index in the tag) is never the global one: a rule
+    // that can judge layers alone reads grad_norm_layer where a run has no global norm.
     if (Any(t, kLayerWords) || name.indexed) {
       Add(out, "grad_norm_layer", 0.7 - plain, "a per-layer gradient norm");
-      Add(out, "grad_norm", 0.35 - plain, "a layer's gradient norm, standing in for a global one");
     } else {
       Add(out, "grad_norm", 0.8 + (Any(t, kGlobalWords) ? 0.05 : 0) - plain, "a gradient norm");
     }
