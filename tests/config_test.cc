@@ -90,6 +90,17 @@ verbose = true
   EXPECT_TRUE(c->verbose);
 }
 
+// [roles] takes every role a run's series can hold: those the default patterns name, those only
+// inference assigns (a GAN's players: gan_loss), and ignore; an unknown one is an error.
+TEST_F(Config, RolesTakesEveryRoleARunCanHold) {
+  Result<app::Config> c = Load("[roles]\ngan_loss = [\"D_loss\", \"G_loss\"]\nval_metric = [\"eval/bleu\"]\n"
+                               "ignore = [\"debug/*\"]\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->rules.roles.size(), 4u);
+  EXPECT_EQ(c->rules.roles[0].role, "gan_loss");
+  EXPECT_NE(LoadError("[roles]\ngan_los = [\"D_loss\"]\n").find("gan_los"), std::string::npos);
+}
+
 TEST_F(Config, AnEmptyFileIsAllDefaults) {
   Result<app::Config> c = Load("");
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -136,12 +136,15 @@ std::string Base(const std::string& name) {
 
 const std::vector<RolePattern>& DefaultRolePatterns() { return kDefaults; }
 
-bool IsMultiRole(const std::string& role) { return role == "grad_norm_layer" || role == "gan_loss"; }
+// Roles several series of a run may hold at once (gan_loss: a GAN's players, which only
+// inference assigns, so no default pattern names it).
+const std::set<std::string> kMultiRoles = {"grad_norm_layer", "gan_loss"};
+
+bool IsMultiRole(const std::string& role) { return kMultiRoles.count(role) > 0; }
 
 std::vector<std::string> KnownRoles() {
-  std::set<std::string> roles;
-  for (const auto& p : kDefaults) roles.insert(p.role);
-  roles.insert("ignore");  // a pattern that takes tags out of every role
+  std::set<std::string> roles = kMultiRoles;
+  for (const auto& p : kDefaults) roles.insert(p.role);  // "ignore" among them
   return {roles.begin(), roles.end()};
 }
 
