@@ -127,23 +127,23 @@ WITH pts AS (
                           (SELECT max(to_step) FROM smooth m WHERE m.series_id = x.series_id
                              AND m.v < x.level * exp(-:stay_tol))), x.lo) AS since
   FROM latest x
+), stayed AS MATERIALIZED (
+  -- The stay's level, points and wall time, in one pass over it.
+  SELECT y.*, (SELECT json_object('level', tw_median(value), 'n', count(*), 'seconds', max(wall_time) - min(wall_time))
+               FROM pts p WHERE p.series_id = y.series_id AND p.step >= y.since) AS st
+  FROM stay y
 ), measured AS MATERIALIZED (
-  SELECT y.*,
-         (SELECT tw_median(value) FROM pts p WHERE p.series_id = y.series_id AND p.step >= y.since) AS stay_level,
+  SELECT y.*, json_extract(st, '$.level') AS stay_level, json_extract(st, '$.n') AS stay_n,
+         json_extract(st, '$.seconds') AS seconds,
          (SELECT tw_median(value) FROM pts p WHERE p.series_id = y.series_id AND p.step <= y.lo + y.tenth) AS first_level,
-         (SELECT count(*) FROM pts p WHERE p.series_id = y.series_id AND p.step >= y.since) AS stay_n,
-         (SELECT max(wall_time) - min(wall_time) FROM pts p WHERE p.series_id = y.series_id AND p.step >= y.since) AS seconds,
          -- Epochs: a Keras epoch_* tag counts them in its steps; else an epoch series.
          CASE WHEN y.tag LIKE 'epoch\_%' ESCAPE '\' THEN y.hi - y.since ELSE
            (SELECT max(value) - min(value) FROM role_points e WHERE e.run_id = :run_id AND e.role = 'epoch'
               AND e.value_class = 0 AND e.step BETWEEN y.since AND y.hi) END AS epochs,
          (SELECT count(DISTINCT step) FROM role_points v WHERE v.run_id = :run_id AND v.value_class = 0
             AND v.role IN ('val_loss', 'val_acc', 'val_metric') AND v.step BETWEEN y.since AND y.hi) AS evals,
-         -- The accuracy's rise over the stay (from its first value in the stay to its latest).
-         (SELECT acc.a - (SELECT value / acc.scale FROM role_points q WHERE q.run_id = :run_id AND q.series_id = acc.series_id
-                            AND q.value_class = 0 AND q.step >= y.since ORDER BY step LIMIT 1) FROM acc) AS acc_rise,
          (SELECT a FROM acc) AS acc
-  FROM stay y
+  FROM stayed y
 ), judged AS MATERIALIZED (
   SELECT m.*, row_number() OVER (PARTITION BY series_id ORDER BY abs(ln(stay_level / level))) AS rank
   FROM measured m
@@ -167,7 +167,7 @@ SELECT series_id, since AS onset_step, since AS first_step, hi AS last_step,
        json_object('series', tag, 'chance_level', level, 'classes', k, 'classes_from', src,
                    'first_level', first_level, 'stay_level', stay_level, 'last_level', last_level,
                    'since_step', since, 'points', stay_n, 'epochs', epochs, 'evaluations', evals,
-                   'seconds', seconds, 'accuracy', acc, 'accuracy_rise', acc_rise) AS evidence
+                   'seconds', seconds, 'accuracy', acc) AS evidence
 FROM judged
 WHERE rank = 1
   AND (hi - since >= :min_steps OR epochs >= :min_epochs OR seconds >= :min_seconds OR evals >= :min_evals)

@@ -65,10 +65,15 @@
 -- blow-up however it got there: still up, it has diverged even with no trend (a jump that
 -- stays flat); back within 2x of that best since, it is a transient: the steps it took to come
 -- back were lost, and the instability that caused it is still there.
-WITH negs AS MATERIALIZED (
-  -- Only series that went negative take the downward reading (one cheap pass over the rest).
-  SELECT series_id FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
-  GROUP BY series_id HAVING min(value) < 0 AND count(*) >= :dive_min_points
+WITH sized AS MATERIALIZED (
+  -- Per series: the smoothing window (the default, or for a short run a quarter of its
+  -- points), and its lowest value.
+  SELECT series_id, count(*) AS n, min(value) AS lowest,
+         CAST(min(:window, max(:short_window, count(*) / 4)) AS INTEGER) AS w
+  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
+), negs AS MATERIALIZED (
+  -- Only series that went negative take the downward reading.
+  SELECT series_id FROM sized WHERE lowest < 0 AND n >= :dive_min_points
 ), pts AS MATERIALIZED (
   SELECT series_id, tag, step, value,
          row_number() OVER (PARTITION BY series_id ORDER BY step) AS k,
@@ -93,11 +98,6 @@ WITH negs AS MATERIALIZED (
             (SELECT COALESCE(max(step), -1e300) FROM pts q
              WHERE q.series_id = neg.series_id AND q.value > -:dive_ratio * neg.early)) AS onset
   FROM neg WHERE early > 0 AND cur <= -:dive_ratio * early AND latest <= 0.1 * deepest
-), sized AS MATERIALIZED (
-  -- The smoothing window per series: the default, or for a short run a quarter of its points.
-  SELECT series_id, count(*) AS n, min(value) AS lowest,
-         CAST(min(:window, max(:short_window, count(*) / 4)) AS INTEGER) AS w
-  FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 GROUP BY series_id
 ), turn AS MATERIALIZED (
   -- Series that are not positive: where their rise began, and their span.
   SELECT series_id, tw_hinge_onset(step, value) AS hinge, min(step) AS lo, max(step) AS hi

@@ -50,15 +50,20 @@ WITH span AS (
   SELECT series_id, count(*) < 2 * :window OR min(role) = 'gan_loss' AS short
   FROM role_points WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss', 'gan_loss') AND value_class = 0
   GROUP BY series_id
-), s AS MATERIALIZED (
-  SELECT series_id, tag, role, short,
-         CASE WHEN short THEN 2 * :short_k ELSE :window END AS w,
-         CASE WHEN short THEN tw_local_spikes(step, value, :short_k, :z, :min_ratio, :recover_ratio)
-              ELSE tw_spikes(step, value, :window, :z, :recover_points, :recover_ratio) END AS j
+), pts AS (
+  SELECT series_id, tag, role, short, step, value
   FROM role_points JOIN sized USING (series_id), span
   WHERE run_id = :run_id AND role IN ('train_loss', 'val_loss', 'gan_loss') AND value_class = 0
     AND step >= span.lo + :warmup_frac * (span.hi - span.lo)
-  GROUP BY series_id
+), s AS MATERIALIZED (
+  -- Each series through one detector (an aggregate inside a CASE would still see every row).
+  SELECT series_id, tag, role, short, 2 * :short_k AS w,
+         tw_local_spikes(step, value, :short_k, :z, :min_ratio, :recover_ratio) AS j
+  FROM pts WHERE short GROUP BY series_id
+  UNION ALL
+  SELECT series_id, tag, role, short, :window AS w,
+         tw_spikes(step, value, :window, :z, :recover_points, :recover_ratio) AS j
+  FROM pts WHERE NOT short GROUP BY series_id
 ), big AS MATERIALIZED (
   SELECT s.series_id, s.tag, s.w, s.short, s.role AS role,
          s.role IN ('val_loss', 'gan_loss') OR s.short AS averaged, count(*) AS n,

@@ -38,11 +38,10 @@ WITH val AS (
   SELECT series_id, tag, role, direction, step, CASE WHEN direction > 0 THEN -value ELSE value END AS value
   FROM val_evals WHERE run_id = :run_id
 ), best AS MATERIALIZED (
-  SELECT series_id, tag, role, direction, tw_best(step, value, 0) AS j, count(*) AS n,
-         (SELECT v.value FROM val v WHERE v.series_id = val.series_id ORDER BY v.step LIMIT 1) AS first
+  SELECT series_id, tag, role, direction, tw_best(step, value, 0) AS j, count(*) AS n
   FROM val GROUP BY series_id
 ), b AS (
-  SELECT series_id, tag, role, direction, n, first, json_extract(j, '$.best_step') AS best_step,
+  SELECT series_id, tag, role, direction, n, json_extract(j, '$.first') AS first, json_extract(j, '$.best_step') AS best_step,
          json_extract(j, '$.best') AS best, json_extract(j, '$.last') AS last, json_extract(j, '$.last_step') AS last_step,
          json_extract(j, '$.since_points') AS evals_after
   FROM best
