@@ -40,15 +40,14 @@ WITH me AS MATERIALIZED (
     (SELECT value FROM role_points WHERE run_id = :run_id AND role = 'clip_threshold' AND value_class = 0
        ORDER BY step DESC LIMIT 1)) AS t
 ), optimizer AS MATERIALIZED (
-  SELECT (SELECT h.value_text FROM hparams h WHERE h.run_id IN (SELECT run_id FROM family)
-            AND h.value_type = 'string' AND lower(h.key) IN ('optim', 'optimizer', 'optimizer_name', 'optimizer_type',
-                                                           'optimizer.name', 'optimizer/name', 'opt', 'optim_name')
-          LIMIT 1) AS name
-), adaptive AS MATERIALIZED (
+  -- The optimizer the hparams name, and whether it is adaptive (scales by the gradients' size).
   SELECT name, lower(name) GLOB '*adam*' OR lower(name) GLOB '*rmsprop*' OR lower(name) GLOB '*adagrad*'
            OR lower(name) GLOB '*adadelta*' OR lower(name) GLOB '*adafactor*' OR lower(name) GLOB '*lamb*'
-           OR lower(name) GLOB '*lion*' OR lower(name) GLOB '*sophia*' AS yes
-  FROM optimizer
+           OR lower(name) GLOB '*lion*' OR lower(name) GLOB '*sophia*' AS adaptive
+  FROM (SELECT (SELECT h.value_text FROM hparams h WHERE h.run_id IN (SELECT run_id FROM family)
+                  AND h.value_type = 'string' AND lower(h.key) IN ('optim', 'optimizer', 'optimizer_name', 'optimizer_type',
+                                                                 'optimizer.name', 'optimizer/name', 'opt', 'optim_name')
+                LIMIT 1) AS name)
 ), g AS (
   SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
   FROM role_points WHERE run_id = :run_id AND role = 'grad_norm' AND value_class = 0
@@ -66,15 +65,19 @@ WITH me AS MATERIALIZED (
       FROM g WHERE g.series_id = agg.series_id) x
     WHERE above AND 1.0 * above_after / n_after >= :max_share) AS since
   FROM agg
+), judged AS (
+  -- Under an adaptive optimizer, a clip only a few times below the norms changes little.
+  SELECT onset.*, optimizer.name AS optimizer, COALESCE(optimizer.adaptive AND med < :adaptive_ratio * t, 0) AS mild
+  FROM onset, optimizer
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
-       CASE WHEN adaptive.yes AND med < :adaptive_ratio * t THEN 'info' ELSE 'warning' END AS severity,
+       CASE WHEN mild THEN 'info' ELSE 'warning' END AS severity,
        tag || ' (before clipping) was above the clip threshold ' || printf('%.3g', t) || ' at ' || above ||
          ' of the last ' || n || ' logged steps (' || printf('%.0f', 100.0 * above / n) ||
          '%); its median is ' || printf('%.3g', med) || ', ' || printf('%.0f', med / t) || 'x the threshold' ||
-         CASE WHEN adaptive.yes AND med < :adaptive_ratio * t
-              THEN '; with ' || adaptive.name || ', which scales each update by the gradients'' own running size, '
+         CASE WHEN mild
+              THEN '; with ' || optimizer || ', which scales each update by the gradients'' own running size, '
                    || 'a gradient clipped by about the same factor every step changes little' ELSE '' END AS message,
        json_object('series', tag, 'threshold', t, 'share_above', 1.0 * above / n, 'median', med,
-                   'points', n, 'optimizer', adaptive.name) AS evidence
-FROM onset, adaptive WHERE n >= :min_points AND 1.0 * above / n >= :max_share
+                   'points', n, 'optimizer', optimizer) AS evidence
+FROM judged WHERE n >= :min_points AND 1.0 * above / n >= :max_share

@@ -113,9 +113,9 @@ WITH span AS (
          CASE WHEN wide_swings OR trend_swings AND NOT tail_swings THEN from_step ELSE first_step END AS from_step
   FROM judged
 ), val AS MATERIALIZED (
-  SELECT series_id, tag, count(DISTINCT step) AS n, min(step) AS first_step, max(step) AS last_step,
+  SELECT series_id, tag, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
          tw_swings(step, value, 1) AS j
-  FROM role_points WHERE run_id = :run_id AND role = 'val_loss' AND value_class = 0
+  FROM val_evals WHERE run_id = :run_id AND role = 'val_loss'
   GROUP BY series_id
 ), val_swinging AS (
   SELECT * FROM val
