@@ -67,11 +67,13 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
                             const std::vector<int64_t>* runs = nullptr);
 
 // Keeps temp.run_roles(run_id, role, series_id, tag, source_run_id, why, confidence,
-// direction) on `db` (works on a
-// read-only connection: temp tables live apart from the store): replaces the rows of the
-// subjects in `map`. Also creates the temp view role_points(run_id, role, series_id, tag, step,
-// wall_time, value, value_class, direction) over live (not superseded) points, which the rules
-// read; direction is the role's (+1 higher is better, -1 lower, 0 neither).
+// direction, label) on `db` (works on a read-only connection: temp tables live apart from the
+// store): replaces the rows of the subjects in `map`. Also creates the temp views the rules
+// read: role_points(run_id, role, series_id, tag, step, wall_time, value, value_class,
+// direction) over live (not superseded) points, its tag the assignment's label where it has
+// one; direction is the role's (+1 higher is better, -1 lower, 0 neither); and
+// val_evals(run_id, role, series_id, tag, direction, step, value), the finite points of the
+// validation roles, one per step.
 Status WriteRoleTable(store::Db& db, const RoleMap& map);
 
 bool GlobMatch(const std::string& glob, const std::string& text);  // case-insensitive
