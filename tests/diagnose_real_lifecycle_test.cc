@@ -127,6 +127,23 @@ TEST_F(RealLifecycleTest, ClipSaturationUnderEachOptimizer) {
   EXPECT_EQ(severity("adamw_30x"), Severity::kWarning);
 }
 
+// Generated, PyTorch's add_hparams: the hyperparameters land in a child run (a subdirectory
+// named by the time), and they are the parent's: its clip threshold and its planned steps.
+TEST_F(RealLifecycleTest, HyperparametersInAChildRunAreTheRunsOwn) {
+  WriteRun("parent", 400,
+           {Tag{"train/loss", [](int64_t s) { return 2.0 * std::exp(-s / 200.0) + 0.3; }},
+            Tag{"train/grad_norm", [](int64_t s) { return 3.0 * (1.0 + 0.2 * std::sin(s * 0.7)); }}});
+  WriteRun("parent/1700000000.5", 1, {Tag{"hparam/final_loss", [](int64_t) { return 0.3; }}},
+           {testing::HParamsStartEvent(testing::kRunT0, {{"max_grad_norm", 1.0}, {"max_steps", 4000.0}}, false)});
+  Evaluation ev = EvaluateAfter(70);
+  auto clip = DiagnoseFixture::Of(ev, "grad_clip_saturation", "parent");
+  ASSERT_EQ(clip.size(), 1u);
+  EXPECT_NE(clip[0].message.find("clip threshold 1 "), std::string::npos) << clip[0].message;
+  auto stale = DiagnoseFixture::Of(ev, "stale_run", "parent");
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_NE(stale[0].message.find("of a planned 4000"), std::string::npos) << stale[0].message;
+}
+
 // --- stale_run ---------------------------------------------------------------------------------
 
 // Real runs cut off mid-write (the first ~55% of the file) and silent for 70 minutes: an HF

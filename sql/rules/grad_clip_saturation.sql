@@ -22,15 +22,9 @@
 -- scale (or take its sign), so a gradient rescaled by about the same factor every step moves
 -- the weights about as far: with them (named in the hyperparameters, as HF's `optim` does)
 -- saturation is info unless the pre-clip norm is far above the threshold.
-WITH me AS MATERIALIZED (
-  SELECT root, CASE name WHEN '.' THEN '' ELSE name || '/' END AS lo,
-         CASE name WHEN '.' THEN char(127) ELSE name || '0' END AS hi FROM runs WHERE run_id = :run_id
-), family AS MATERIALIZED (
-  -- The run and its child runs: PyTorch's add_hparams writes into a subdirectory. (Child names
-  -- lie between 'NAME/' and 'NAME0': a range of the (root, name) index; two lookups, since an
-  -- OR of them would scan every run.)
-  SELECT :run_id AS run_id
-  UNION SELECT r.run_id FROM runs r, me WHERE r.root = me.root AND r.name >= me.lo AND r.name < me.hi
+WITH family AS MATERIALIZED (
+  -- The runs whose hyperparameters are this run's (itself, its child runs, ...).
+  SELECT member AS run_id FROM run_family WHERE run_id = :run_id
 ), th AS MATERIALIZED (
   SELECT COALESCE(
     (SELECT h.value_num FROM hparams h WHERE h.run_id IN (SELECT run_id FROM family)

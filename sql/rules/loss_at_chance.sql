@@ -77,14 +77,9 @@ WITH pts AS (
   SELECT a.tag, (SELECT tw_median(value) / a.scale FROM (SELECT value FROM role_points q WHERE q.run_id = :run_id
                    AND q.series_id = a.series_id AND q.value_class = 0 ORDER BY step DESC LIMIT 5)) AS a, a.series_id, a.scale
   FROM acc_series a ORDER BY 2 DESC LIMIT 1
-), me AS MATERIALIZED (
-  SELECT root, CASE name WHEN '.' THEN '' ELSE name || '/' END AS lo,
-         CASE name WHEN '.' THEN char(127) ELSE name || '0' END AS hi FROM runs WHERE run_id = :run_id
 ), family AS MATERIALIZED (
-  -- The run and its child runs (PyTorch's add_hparams writes into a subdirectory).
-  SELECT :run_id AS run_id
-  UNION SELECT r.run_id FROM runs r, me WHERE r.root = me.root AND r.name >= me.lo AND r.name < me.hi
-  UNION SELECT source_run_id FROM run_roles WHERE run_id = :run_id
+  -- The runs whose hyperparameters are this run's (itself, its child runs, a Keras sibling).
+  SELECT member AS run_id FROM run_family WHERE run_id = :run_id
 ), hp AS (
   SELECT DISTINCT CAST(h.value_num AS INTEGER) AS k, lower(h.key) AS key FROM hparams h
   WHERE h.run_id IN (SELECT run_id FROM family) AND h.value_type = 'number' AND h.value_num >= 2

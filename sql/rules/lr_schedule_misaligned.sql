@@ -68,16 +68,17 @@ WITH lr AS (
                  SELECT wall_time - lag(wall_time) OVER (ORDER BY step) AS g FROM role_points
                  WHERE run_id = :run_id AND role = 'lr' AND series_id = (SELECT min(series_id) FROM floor))), 0)) AS over,
          -- A decay the hyperparameters plan: a decaying scheduler named, or more steps than ran.
-         (SELECT group_concat(h.key || ' = ' || COALESCE(h.value_text, printf('%g', h.value_num)), ', ') FROM hparams h
-            WHERE h.run_id IN (SELECT run_id FROM src)
-              AND ((lower(h.key) IN ('lr_scheduler_type', 'lr_scheduler', 'scheduler', 'lr_schedule', 'lr_policy',
-                                     'decay_schedule', 'lr_decay_style')
-                    AND (lower(h.value_text) LIKE '%cos%' OR lower(h.value_text) LIKE '%linear%'
-                         OR lower(h.value_text) LIKE '%poly%' OR lower(h.value_text) LIKE '%step%'
-                         OR lower(h.value_text) LIKE '%exp%' OR lower(h.value_text) LIKE '%decay%'))
-                   OR (lower(h.key) IN ('max_steps', 'total_steps', 'num_training_steps', 'train_steps',
-                                        'max_iter', 'max_iters', 'total_iters', 'num_steps')
-                       AND h.value_num > (SELECT max(last_step) FROM floor)))) AS planned
+         (SELECT group_concat(x, ', ') FROM (
+            SELECT h.key || ' = ' || h.value_text AS x FROM hparams h
+            WHERE h.run_id IN (SELECT member FROM run_family WHERE run_id = :run_id)
+              AND lower(h.key) IN ('lr_scheduler_type', 'lr_scheduler', 'scheduler', 'lr_schedule', 'lr_policy',
+                                   'decay_schedule', 'lr_decay_style')
+              AND (lower(h.value_text) LIKE '%cos%' OR lower(h.value_text) LIKE '%linear%'
+                   OR lower(h.value_text) LIKE '%poly%' OR lower(h.value_text) LIKE '%step%'
+                   OR lower(h.value_text) LIKE '%exp%' OR lower(h.value_text) LIKE '%decay%')
+            UNION ALL
+            SELECT 'planned steps = ' || printf('%g', steps) FROM run_planned_steps
+            WHERE run_id = :run_id AND steps > (SELECT max(last_step) FROM floor))) AS planned
 )
 SELECT series_id, floor_step AS onset_step, floor_step AS first_step, run_last AS last_step,
        'warning' AS severity,

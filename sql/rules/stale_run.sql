@@ -57,8 +57,7 @@ WITH main AS MATERIALIZED (
          (SELECT max(tw_writer_alive(so.path)) FROM sources so WHERE so.run_id = o.source_run_id
             AND so.status = 'active') AS alive,
          (SELECT max(rr.series_id) FROM run_roles rr WHERE rr.run_id = o.run_id AND rr.role = 'lr') AS lr_series,
-         (SELECT max(h.value) FROM run_hparams h WHERE h.run_id = o.source_run_id AND h.value_type = 'number'
-            AND lower(h.key) IN ('max_steps', 'total_steps', 'num_training_steps', 'train_steps', 'max_iters', 'total_iters')) AS planned
+         (SELECT steps FROM run_planned_steps p WHERE p.run_id = o.run_id) AS planned
   FROM overdue o
 ), lr_span AS MATERIALIZED (
   SELECT e.*,

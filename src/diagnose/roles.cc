@@ -345,7 +345,23 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       "CREATE TEMP VIEW IF NOT EXISTS val_evals AS "
       "SELECT run_id, role, series_id, tag, direction, step, max(value) AS value FROM role_points "
       "WHERE role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0 "
-      "GROUP BY run_id, series_id, step;"));
+      "GROUP BY run_id, series_id, step;"
+      // The runs whose hyperparameters are a run's: itself, its child runs (PyTorch's
+      // add_hparams writes into a subdirectory; child names lie between 'NAME/' and 'NAME0', a
+      // range of the (root, name) index), and the runs its roles' series come from (a Keras
+      // validation sibling). UNION ALL, so that a rule's run_id filter reaches every arm.
+      "CREATE TEMP VIEW IF NOT EXISTS run_family AS "
+      "SELECT run_id, run_id AS member FROM main.runs "
+      "UNION ALL SELECT r.run_id, m.run_id FROM main.runs r JOIN main.runs m ON m.root = r.root "
+      "  AND m.name >= CASE r.name WHEN '.' THEN '' ELSE r.name || '/' END "
+      "  AND m.name < CASE r.name WHEN '.' THEN char(127) ELSE r.name || '0' END AND m.run_id != r.run_id "
+      "UNION ALL SELECT run_id, source_run_id FROM temp.run_roles WHERE source_run_id != run_id;"
+      // The number of steps a run's hyperparameters plan (HF max_steps, Megatron train_iters, ...).
+      "CREATE TEMP VIEW IF NOT EXISTS run_planned_steps AS "
+      "SELECT f.run_id, max(h.value_num) AS steps FROM run_family f JOIN main.hparams h ON h.run_id = f.member "
+      "WHERE h.value_type = 'number' AND h.value_num > 0 AND lower(h.key) IN ('max_steps', 'total_steps', "
+      "'num_training_steps', 'train_steps', 'train_iters', 'max_iter', 'max_iters', 'total_iters', 'num_steps') "
+      "GROUP BY f.run_id;"));
   TW_RETURN_IF_ERROR(db.Exec("BEGIN"));
   Result<store::Stmt> del = db.Prepare("DELETE FROM temp.run_roles WHERE run_id = ?");
   Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?,?,?,?)");

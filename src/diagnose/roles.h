@@ -73,7 +73,8 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
 // direction) over live (not superseded) points, its tag the assignment's label where it has
 // one; direction is the role's (+1 higher is better, -1 lower, 0 neither); and
 // val_evals(run_id, role, series_id, tag, direction, step, value), the finite points of the
-// validation roles, one per step.
+// validation roles, one per step; run_family(run_id, member), the runs whose hyperparameters
+// are a run's; and run_planned_steps(run_id, steps), the steps those plan.
 Status WriteRoleTable(store::Db& db, const RoleMap& map);
 
 bool GlobMatch(const std::string& glob, const std::string& text);  // case-insensitive
