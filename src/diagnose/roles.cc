@@ -181,15 +181,14 @@ constexpr int kShapePoints = 4096;
 // One way a series could play a role. Patterns rank first, in their order; inferred guesses
 // after them, the most confident first, then in tag order.
 struct Candidate {
-  bool inferred = false;
+  bool inferred = false;  // by role inference (its confidence is a.confidence), else a pattern
   size_t pattern = 0;
-  double confidence = 1;
   size_t order = 0;
   RoleAssignment a;
   bool Beats(const Candidate& o) const {
     if (inferred != o.inferred) return !inferred;
     if (!inferred) return pattern < o.pattern;
-    if (confidence != o.confidence) return confidence > o.confidence;
+    if (a.confidence != o.a.confidence) return a.confidence > o.a.confidence;
     return order < o.order;
   }
 };
@@ -286,7 +285,7 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
           named = true;  // a tag takes the first pattern that matches it
           const std::string role = sibling && p.run_glob.empty() ? RoleFromSibling(p.role) : p.role;
           if (role.empty() || role == "ignore") break;
-          Candidate c{false, i, 1, order, base};
+          Candidate c{false, i, order, base};
           c.a.role = role;
           c.a.direction = RoleDirection(role);
           c.a.why = "'" + p.tag_glob + "'" + (p.run_glob.empty() ? "" : " in runs '" + p.run_glob + "'") +
@@ -309,7 +308,7 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
         const SeriesShape shape = MeasureShape(v);
         for (RoleGuess& g : guesses) {
           if (!ShapeObjection(g.role, shape).empty()) continue;
-          Candidate c{true, 0, g.confidence, order, base};
+          Candidate c{true, 0, order, base};
           c.a.role = g.role;
           c.a.confidence = g.confidence;
           c.a.direction = RoleDirection(g.role);
