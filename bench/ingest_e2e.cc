@@ -300,6 +300,7 @@ DecodeOnly RunDecodeOnly(const std::vector<ingest::DiscoveredRun>& runs) {
       for (;;) {
         const auto step = reader.Next();
         if (step == tfrecord::FileReader::Step::kEnd) break;
+        if (step == tfrecord::FileReader::Step::kYield) continue;
         if (step == tfrecord::FileReader::Step::kProblem) Die(file + ": " + reader.problem().detail);
         Check(decode::DecodeEvent(reader.record(), &ev), "decode");
         d.records++;

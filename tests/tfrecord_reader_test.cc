@@ -138,6 +138,7 @@ ReadOut ReadWith(const std::string& path, uint64_t offset, ScanState state,
     }
     const FileReader::Step step = r.Next();
     if (step == FileReader::Step::kEnd) break;
+    if (step == FileReader::Step::kYield) continue;
     if (step == FileReader::Step::kRecord) {
       out.records.push_back({r.record_offset(), std::string(r.record())});
     } else {

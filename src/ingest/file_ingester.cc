@@ -250,7 +250,8 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     }
   }
   if (IsWandbJsonl(path)) {
-    wandb::jsonl::LineReader reader(path, static_cast<uint64_t>(b.source.committed_offset), {});
+    wandb::jsonl::LineReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
+                                    {scan.resyncing, scan.resync_from});
     TW_RETURN_IF_ERROR(ReadRecords(run, b, reader, path, size, head, totals, progress, more));
     // The run's config.yaml and wandb-summary.json are rewritten whole, not appended to:
     // read whenever the history grows.
@@ -348,6 +349,8 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
         if (!s.ok()) return fail(s);
         break;
       }
+      case Reader::Step::kYield:  // a chunk of damage or padding skipped: the checks below
+        break;
       case Reader::Step::kEnd:
         reading = false;
         continue;
@@ -355,9 +358,10 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
     const bool turn_over =
         options_.max_bytes_per_call > 0 &&
         static_cast<int64_t>(reader.position()) - start_offset >= options_.max_bytes_per_call;
-    if (b.points_since_commit >= options_.batch_points || turn_over) {
+    const bool stopping = options_.stop && options_.stop->load();
+    if (b.points_since_commit >= options_.batch_points || turn_over || stopping) {
       if (Status s = commit(); !s.ok()) return fail(s);
-      if (turn_over || (options_.stop && options_.stop->load())) {
+      if (turn_over || stopping) {
         if (more) *more = true;
         if (Status s = store_.Begin(); !s.ok()) return s;
         break;

@@ -198,6 +198,7 @@ bool FileReader::Refill(uint64_t needed) {
 
 FileReader::Step FileReader::Next() {
   if (fd_ < 0 || !status_.ok()) return Step::kEnd;
+  const uint64_t from = scanner_.position();
   for (;;) {
     switch (scanner_.Next()) {
       case Scanner::Step::kRecord: return Step::kRecord;
@@ -207,6 +208,7 @@ FileReader::Step FileReader::Next() {
         if (eof_ && scanner_.position() + scanner_.needed() > buf_base_ + buf_len_) {
           return Step::kEnd;
         }
+        if (scanner_.position() - from >= chunk_) return Step::kYield;
         if (!Refill(scanner_.needed())) return Step::kEnd;
     }
   }

@@ -13,7 +13,10 @@
 //   - a bad length CRC (or an implausible length) is reported, then the reader scans forward
 //     for the next offset whose 12-byte header checks out and continues there; the scan
 //     survives a window boundary and a restart through ScanState;
-//   - a file that is text, not TFRecord (a Git LFS pointer, say), is reported once as such.
+//   - a file that is text, not TFRecord (a Git LFS pointer, say), is reported once as such;
+//   - one call never scans more than about a chunk of damage without returning (kYield), so a
+//     caller can commit the scan position, give other files their turn and stop: a 16 GiB
+//     file of garbage is a long series of short turns, not one long one.
 #pragma once
 
 #include <cstdint>
@@ -96,7 +99,9 @@ class Scanner {
 // duration of the read only (no descriptor stays open per watched file).
 class FileReader {
  public:
-  enum class Step { kRecord, kProblem, kEnd };
+  // kYield: a chunk of bytes was skipped (damage being scanned) and nothing found yet; position()
+  // and state() are a valid resume point. Call again to go on.
+  enum class Step { kRecord, kProblem, kYield, kEnd };
 
   FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk = 1 << 20);
   ~FileReader();

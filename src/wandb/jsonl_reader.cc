@@ -47,12 +47,14 @@ bool LineReader::Fill() {
 
 LineReader::Step LineReader::Next() {
   if (fd_ < 0 || !status_.ok()) return Step::kEnd;
+  const uint64_t from = pos_;
   for (;;) {
+    if (pos_ - from >= chunk_) return Step::kYield;
     const size_t start = pos_ - buf_base_;
     const size_t nl = buf_.find('\n', std::max(scan_, start));
     if (nl != std::string::npos) {
-      const bool skipped = skipping_;
-      skipping_ = false;
+      const bool skipped = state_.resyncing;
+      state_.resyncing = false;
       line_offset_ = pos_;
       line_ = std::string_view(buf_).substr(start, nl - start);
       pos_ = buf_base_ + nl + 1;
@@ -62,15 +64,15 @@ LineReader::Step LineReader::Next() {
       return Step::kRecord;
     }
     scan_ = buf_.size();
-    if (!skipping_ && buf_.size() - start > kMaxLine) {
+    if (!state_.resyncing && buf_.size() - start > kMaxLine) {
       problem_ = {ProblemKind::kLineTooLong, pos_, 0,
                   "line at offset " + std::to_string(pos_) + " is longer than " +
                       std::to_string(kMaxLine >> 20) + " MiB; skipped to its end"};
-      skipping_ = true;
+      state_ = {true, pos_};
       pos_ = buf_base_ + buf_.size();  // drop what there is of it
       return Step::kProblem;
     }
-    if (skipping_) pos_ = buf_base_ + buf_.size();
+    if (state_.resyncing) pos_ = buf_base_ + buf_.size();
     if (!Fill()) return Step::kEnd;
   }
 }

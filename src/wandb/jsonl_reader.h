@@ -26,7 +26,8 @@ struct Problem {
   std::string detail;
 };
 
-// Nothing but the offset survives between reads; the fields keep FileIngester's interface.
+// What survives between reads besides the offset: whether the reader is inside an over-long
+// line, dropping bytes until its newline (resyncing), and where that line began.
 struct ScanState {
   bool resyncing = false;
   uint64_t resync_from = 0;
@@ -34,7 +35,9 @@ struct ScanState {
 
 class LineReader {
  public:
-  enum class Step { kRecord, kProblem, kEnd };
+  // kYield: about a chunk of bytes was consumed (blank lines, an over-long line being skipped)
+  // with nothing to return; position() and state() are a valid resume point. Call again.
+  enum class Step { kRecord, kProblem, kYield, kEnd };
 
   LineReader(std::string path, uint64_t offset, ScanState state, size_t chunk = 1 << 20);
   ~LineReader();
@@ -62,7 +65,7 @@ class LineReader {
   uint64_t buf_base_;
   size_t scan_ = 0;       // where to look for the next newline in buf_
   uint64_t pos_;          // the next line's first byte
-  bool skipping_ = false; // inside an over-long line: drop bytes until its newline
+  // state_.resyncing: inside an over-long line, dropping bytes until its newline.
   std::string_view line_;
   uint64_t line_offset_ = 0;
   Problem problem_;

@@ -383,11 +383,13 @@ FileReader::Step FileReader::Next() {
     return Step::kProblem;
   }
   if (fd_ < 0 || !status_.ok() || rejected_ || header_pending_) return Step::kEnd;
+  const uint64_t from = scanner_.position();
   for (;;) {
     switch (scanner_.Next()) {
       case Scanner::Step::kRecord: return Step::kRecord;
       case Scanner::Step::kProblem: return Step::kProblem;
       case Scanner::Step::kNeedMore:
+        if (scanner_.position() - from >= chunk_) return Step::kYield;
         // Wanting the origin is wanting the bytes of the first block boundary: the file has
         // not reached it yet (Open decides it whenever it can).
         if (scanner_.needs_origin() && origin_ == BlockOrigin::kUnknown) return Step::kEnd;

@@ -130,7 +130,9 @@ BlockOrigin DetectBlockOrigin(std::string_view boundary, uint64_t file_size,
 // Reads one file from a committed offset to its current end; opens it only for the read.
 class FileReader {
  public:
-  enum class Step { kRecord, kProblem, kEnd };
+  // kYield: about a chunk of bytes (padding, a damaged record's fragments) was passed with
+  // nothing to return; position() and state() are a valid resume point. Call again.
+  enum class Step { kRecord, kProblem, kYield, kEnd };
 
   FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk = 1 << 20);
   ~FileReader();
