@@ -53,31 +53,59 @@ TEST(Snapshot, ReplacedFileOfTheSameSizeIsStillAChange) {
   EXPECT_EQ(watch::Diff(before, watch::Walk({dir.path()})), (std::vector<std::string>{a}));
 }
 
+// The path a Take() gives, or "" when none.
+std::string Next(app::WorkQueue& q) {
+  auto item = q.Take(std::chrono::milliseconds(0));
+  return item ? item->path : "";
+}
+
 TEST(WorkQueue, CoalescesAndKeepsOrder) {
+  using app::Lane;
   app::WorkQueue q;
-  EXPECT_TRUE(q.Post("a"));
-  EXPECT_TRUE(q.Post("b"));
-  EXPECT_FALSE(q.Post("a"));  // already queued: one read covers both appends
+  EXPECT_TRUE(q.Post("a", Lane::kHistory));
+  EXPECT_TRUE(q.Post("b", Lane::kHistory));
+  EXPECT_FALSE(q.Post("a", Lane::kHistory));  // already queued: one read covers both appends
   EXPECT_EQ(q.size(), 2u);
-  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), "a");
-  EXPECT_TRUE(q.Post("a"));  // taken, so it can be queued again, behind b
-  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), "b");
-  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), "a");
-  EXPECT_EQ(q.Take(std::chrono::milliseconds(0)), std::nullopt);
+  EXPECT_EQ(Next(q), "a");
+  EXPECT_TRUE(q.Post("a", Lane::kHistory));  // taken, so it can be queued again, behind b
+  EXPECT_EQ(Next(q), "b");
+  EXPECT_EQ(Next(q), "a");
+  EXPECT_EQ(Next(q), "");
+}
+
+TEST(WorkQueue, LiveFilesGoBeforeTheHistoryAndAPromotedFileIsTakenOnce) {
+  using app::Lane;
+  app::WorkQueue q;
+  for (const char* p : {"h1", "h2", "h3"}) EXPECT_TRUE(q.Post(p, Lane::kHistory));
+  EXPECT_TRUE(q.Post("live", Lane::kLive));
+  EXPECT_TRUE(q.Post("h2", Lane::kLive));      // being written now: promoted
+  EXPECT_FALSE(q.Post("live", Lane::kHistory));  // never demoted
+  EXPECT_FALSE(q.Post("h2", Lane::kLive));
+  EXPECT_EQ(q.size(), 4u);
+  EXPECT_EQ(q.live_size(), 2u);
+  auto first = q.Take(std::chrono::milliseconds(0));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->path, "live");
+  EXPECT_EQ(first->lane, Lane::kLive);
+  EXPECT_EQ(Next(q), "h2");
+  EXPECT_EQ(Next(q), "h1");
+  EXPECT_EQ(Next(q), "h3");  // h2's history place was skipped, not taken twice
+  EXPECT_EQ(Next(q), "");
+  EXPECT_EQ(q.size(), 0u);
 }
 
 TEST(WorkQueue, CloseWakesAWaitingTaker) {
   app::WorkQueue q;
-  std::optional<std::string> got = "unset";
+  std::optional<app::WorkQueue::Item> got = app::WorkQueue::Item{"unset"};
   std::thread t([&] { got = q.Take(std::chrono::seconds(30)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const auto t0 = std::chrono::steady_clock::now();
   q.Close();
   t.join();
-  EXPECT_EQ(got, std::nullopt);
+  EXPECT_FALSE(got.has_value());
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_TRUE(q.closed());
-  EXPECT_FALSE(q.Post("x"));
+  EXPECT_FALSE(q.Post("x", app::Lane::kLive));
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ class Daemon {
         diagnoser_(cfg_.db_path, [this] { return worker_.counters().points.load(); }),
         notifier_thread_(cfg_.db_path) {
     diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
+    diagnoser_.SetLiveRuns([this] { return worker_.TakeLiveRuns(); });
   }
 
   int Run() {
@@ -135,7 +136,7 @@ class Daemon {
 
   void StartInotify() {
     watcher_ = std::make_unique<watch::InotifyWatcher>(
-        io_, [this](const std::string& path) { Post(path); },
+        io_, [this](const std::string& path) { queue_.Post(path, Lane::kLive); },  // written now
         [this] { rescan_soon_ = true; RescanSoon(); });
     if (Status st = watcher_->Start(); !st.ok()) {
       log::Warning("inotify unavailable (" + st.message() + "); relying on rescans");
@@ -146,14 +147,20 @@ class Daemon {
     log::Info("inotify: watching " + std::to_string(watcher_->watch_count()) + " directories");
   }
 
-  void Post(const std::string& path) { queue_.Post(path); }
+  // A file written to within this long is read before the history (the startup backfill).
+  static constexpr int64_t kLiveWindowNs = int64_t{600} * 1'000'000'000;
 
   // The periodic rescan: the truth that inotify only hints at.
   void Rescan() {
     const auto t0 = std::chrono::steady_clock::now();
     watch::Snapshot now = watch::Walk(cfg_.roots);
     std::vector<std::string> changed = watch::Diff(snapshot_, now);
-    for (const auto& p : changed) Post(p);
+    const int64_t now_ns = static_cast<int64_t>(UnixNow() * 1e9);
+    for (const auto& p : changed) {
+      auto f = now.files.find(p);
+      const bool recent = f != now.files.end() && now_ns - f->second.mtime_ns < kLiveWindowNs;
+      queue_.Post(p, recent ? Lane::kLive : Lane::kHistory);
+    }
     if (watcher_) {
       const size_t added = watcher_->EnsureWatched(now.dirs);
       if (added && !first_rescan_)

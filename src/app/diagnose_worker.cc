@@ -62,12 +62,19 @@ void DiagnoseWorker::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+namespace {
+// A slice of runs is sized to cost about this much, so a live run's finding waits at most
+// about this long for the slice in progress.
+constexpr double kSliceSeconds = 0.5;
+constexpr size_t kMaxSliceRuns = 256;
+}  // namespace
+
 void DiagnoseWorker::Loop() {
   // Diagnosis yields the CPU to ingest and to the I/O thread: findings can wait a moment, a
   // backfill should not. (Linux: nice applies per thread.)
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
   using Clock = std::chrono::steady_clock;
-  Clock::time_point last_cycle{}, last_all{};
+  Clock::time_point last_slice{}, last_all{};
   Clock::duration last_cost{};
   int64_t seen_points = -1;
   while (!stop_) {
@@ -84,6 +91,7 @@ void DiagnoseWorker::Loop() {
       }
       tracker_.reset();
       seen_points = -1;  // re-examine everything under the new rules
+      todo_.clear();
       if (next->engine) {
         Result<std::unique_ptr<diagnose::FindingTracker>> t = diagnose::FindingTracker::Open(db_path_);
         if (t.ok()) {
@@ -104,48 +112,77 @@ void DiagnoseWorker::Loop() {
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (live_runs_)
+      for (int64_t run : live_runs_()) live_.insert(run);
     if (!engine_) continue;
-    const auto now = Clock::now();
     const int64_t points = points_();
-    // While data keeps arriving (a backfill), cycles are at least 5x their own cost apart, so
-    // diagnosis takes a bounded share of the machine however large the runs are.
-    const auto gap = std::max<Clock::duration>(std::chrono::milliseconds(config_.rules_interval_ms),
-                                               5 * last_cost);
-    const bool data = points != seen_points && now - last_cycle >= gap;
+    if (points != seen_points) {  // the writer committed: note which runs changed
+      Result<std::vector<int64_t>> changed = engine_->ChangedRuns();
+      if (changed.ok()) {
+        todo_.insert(changed->begin(), changed->end());
+        seen_points = points;
+      } else {
+        log::Warning("diagnosis: " + changed.status().message());
+      }
+    }
+    const auto now = Clock::now();
+    std::vector<int64_t> slice = NextSlice();
+    const bool live = !slice.empty() && live_.count(slice.front());
+    // History slices are at least 5x their own cost apart (a bounded share of the machine
+    // during a backfill); live ones only `rules_interval_ms`.
+    const auto interval = std::chrono::milliseconds(config_.rules_interval_ms);
+    const auto gap = live ? Clock::duration(interval) : std::max<Clock::duration>(interval, 5 * last_cost);
+    const bool due = !slice.empty() && now - last_slice >= gap;
     const bool all = now - last_all >= std::chrono::milliseconds(config_.rules_all_interval_ms);
-    if (!data && !all) continue;
-    seen_points = points;
-    last_cycle = now;
+    if (!due && !all) continue;
+    if (!due) slice.clear();
     if (all) last_all = now;
-    Cycle(all);
-    last_cost = Clock::now() - now;
+    last_slice = now;
+    const bool ok = Examine(slice, all);
+    for (int64_t run : slice) todo_.erase(run);  // a failed run is retried when it changes
+    const auto cost = Clock::now() - now;
+    if (!live) last_cost = cost;
+    if (ok && !slice.empty()) {
+      const double per_run = std::chrono::duration<double>(cost).count() / static_cast<double>(slice.size());
+      slice_runs_ = std::clamp<size_t>(static_cast<size_t>(kSliceSeconds / std::max(per_run, 1e-4)),
+                                       1, kMaxSliceRuns);
+    }
+    examined_since_trim_ += static_cast<int64_t>(slice.size());
+    // A backfill's diagnosis leaves its high-water mark in this thread's malloc arena; give it
+    // back when it is done so RSS does not keep it.
+    if (todo_.empty() && examined_since_trim_ > 64) {
+      ::malloc_trim(0);
+      examined_since_trim_ = 0;
+    }
   }
 }
 
-void DiagnoseWorker::Cycle(bool scope_all) {
-  Result<std::vector<int64_t>> changed = engine_->ChangedRuns();
-  if (!changed.ok()) {
-    log::Warning("diagnosis: " + changed.status().message());
-    return;
-  }
-  if (changed->empty() && !scope_all) return;
-  Result<diagnose::Evaluation> ev = engine_->Evaluate(&*changed, UnixNow(), scope_all);
+std::vector<int64_t> DiagnoseWorker::NextSlice() const {
+  std::vector<int64_t> slice;
+  for (int64_t run : todo_)
+    if (live_.count(run) && slice.size() < slice_runs_) slice.push_back(run);
+  if (!slice.empty()) return slice;
+  // The history newest first: a later run id is a run seen later.
+  for (auto it = todo_.rbegin(); it != todo_.rend() && slice.size() < slice_runs_; ++it)
+    slice.push_back(*it);
+  return slice;
+}
+
+bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all) {
+  Result<diagnose::Evaluation> ev = engine_->Evaluate(&runs, UnixNow(), scope_all);
   if (!ev.ok()) {
     if (!stop_) log::Warning("diagnosis: " + ev.status().message());
-    return;
+    return false;
   }
   for (const auto& e : ev->errors) log::Warning("diagnosis rule failed: " + e);
   queued_ = 0;
   Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, UnixNow());
   if (!tr.ok()) {
     log::Warning("diagnosis: cannot store findings: " + tr.status().message());
-    return;
+    return false;
   }
   if (queued_ > 0 && on_queued_) on_queued_();
   cycles_++;
-  // A cycle over many runs (the first one, a backfill) leaves its high-water mark in this
-  // thread's malloc arena; give it back so RSS does not keep it.
-  if (ev->examined.size() > 64) ::malloc_trim(0);
   for (const auto& t : *tr) {
     if (t.to == "pending") continue;  // said when it fires
     if (t.from == "pending" && t.to == "resolved") continue;  // never fired: nothing to retract
@@ -161,6 +198,7 @@ void DiagnoseWorker::Cycle(bool scope_all) {
       else log::Notice(line);
     }
   }
+  return true;
 }
 
 }  // namespace tw::app

@@ -1,9 +1,13 @@
 // The diagnosis thread: owns the diagnosis engine (a read-only connection) and the finding
 // tracker (a read-write connection that writes only the findings tables). It wakes a few times
-// a second, and runs a cycle when the writer has committed new points (at most every
-// `rules_interval_ms`) and the scope-all rules (stale runs) every `rules_all_interval_ms`. A
-// cycle re-examines only runs whose files changed, so quiet runs cost nothing. Transitions are
-// logged, and their notifications queued in the outbox in the same transaction.
+// a second; when the writer has committed new points it notes which runs changed, and examines
+// them in slices of about half a second each, whose findings are stored (and their
+// notifications queued) before the next slice starts. Live runs (a file read from the writer's
+// live lane) go first, at most every `rules_interval_ms`; the history (a backfill of old runs)
+// goes newest first, its slices at least 5x their own cost apart so it takes a bounded share of
+// the machine. So a NaN in a live run is not held back by the diagnosis of a thousand old runs.
+// The scope-all rules (stale runs) run every `rules_all_interval_ms`. Quiet runs cost nothing.
+// Transitions are logged, and their notifications queued in the outbox in the same transaction.
 #pragma once
 
 #include <atomic>
@@ -11,8 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "app/config.h"
 #include "diagnose/engine.h"
@@ -32,6 +38,9 @@ class DiagnoseWorker {
   // Called on the diagnosis thread after a cycle queued notifications (to wake the delivery
   // thread). Before Start().
   void SetOnQueued(std::function<void()> f) { on_queued_ = std::move(f); }
+  // Called on the diagnosis thread for the runs read from the live lane since the last call
+  // (thread-safe on the writer's side: IngestWorker::TakeLiveRuns). Before Start().
+  void SetLiveRuns(std::function<std::vector<int64_t>()> f) { live_runs_ = std::move(f); }
   void Start();
   void Stop();  // joins the thread
 
@@ -40,11 +49,21 @@ class DiagnoseWorker {
 
  private:
   void Loop();
-  void Cycle(bool scope_all);
+  // The next runs to examine: live ones first, else the newest of the history; at most
+  // `slice_runs_`.
+  std::vector<int64_t> NextSlice() const;
+  // Examines `runs` (and the scope-all rules when `scope_all`); false if the engine failed.
+  bool Examine(const std::vector<int64_t>& runs, bool scope_all);
 
   std::string db_path_;
   std::function<int64_t()> points_;
   std::function<void()> on_queued_;
+  std::function<std::vector<int64_t>()> live_runs_;
+  // Diagnosis thread only: runs changed and not examined since, the runs ever read live, and
+  // how many runs a slice takes (adapted so a slice costs about kSliceSeconds).
+  std::set<int64_t> todo_, live_;
+  size_t slice_runs_ = 8;
+  int64_t examined_since_trim_ = 0;
   int queued_ = 0;  // messages queued by the current cycle (diagnosis thread)
   std::thread thread_;
   std::atomic<bool> stop_{false};

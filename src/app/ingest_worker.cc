@@ -49,12 +49,19 @@ void IngestWorker::SetState(const std::string& key, const std::string& value) {
 }
 
 void IngestWorker::RetryFailed() {
-  std::vector<std::string> failed;
+  std::vector<WorkQueue::Item> failed;
   {
     std::lock_guard lock(mu_);
     failed.swap(failed_);
   }
-  for (const auto& f : failed) queue_.Post(f);
+  for (const auto& f : failed) queue_.Post(f.path, f.lane);
+}
+
+std::vector<int64_t> IngestWorker::TakeLiveRuns() {
+  std::lock_guard lock(mu_);
+  std::vector<int64_t> runs;
+  runs.swap(live_runs_);
+  return runs;
 }
 
 void IngestWorker::Beat() {
@@ -88,10 +95,10 @@ void IngestWorker::Run() {
     FlushState();
     // Wake at least once a second so the heartbeat (and with it the watchdog) shows life.
     counters_.idle = true;
-    std::optional<std::string> path = queue_.Take(std::chrono::seconds(1));
+    std::optional<WorkQueue::Item> item = queue_.Take(std::chrono::seconds(1));
     counters_.idle = false;
     Beat();
-    if (!path) {
+    if (!item) {
       if (queue_.closed()) break;
       // Idle after a burst of work (a backfill): hand the allocator's free pages back, or RSS
       // keeps the burst's high-water mark for the daemon's whole life.
@@ -102,29 +109,33 @@ void IngestWorker::Run() {
       continue;
     }
     worked_since_trim_ = true;
-    const std::string dir = ingest::RunDirOf(*path);
-    if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != *path) {
-      if (*path > b->second) {
-        queue_.Post(*path);  // after the run's earlier file is done
+    const std::string& path = item->path;
+    const std::string dir = ingest::RunDirOf(path);
+    if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != path) {
+      if (path > b->second) {
+        // After the run's earlier file is done; that file takes this one's lane, or a live
+        // file would wait behind the whole history for it.
+        queue_.Post(b->second, item->lane);
+        queue_.Post(path, item->lane);
         continue;
       }
     }
     bool more = false;
-    Status st = Process(*path, &more);
+    Status st = Process(*item, &more);
     if (!st.ok()) {
       counters_.store_failures++;
-      log::Error("store: " + st.message() + " (while reading " + *path +
+      log::Error("store: " + st.message() + " (while reading " + path +
                  "); will retry at the next rescan");
       // The RunState may hold steps of points that were rolled back: reload it next time.
       runs_.erase(dir);
       std::lock_guard lock(mu_);
-      failed_.push_back(*path);
+      failed_.push_back(*item);
       continue;
     }
     if (more) {
-      backlog_[dir] = *path;
-      if (!stop_) queue_.Post(*path);  // to the back: other files get their turn
-    } else if (auto b = backlog_.find(dir); b != backlog_.end() && b->second == *path) {
+      backlog_[dir] = path;
+      if (!stop_) queue_.Post(path, item->lane);  // to the back: other files get their turn
+    } else if (auto b = backlog_.find(dir); b != backlog_.end() && b->second == path) {
       backlog_.erase(b);
     }
   }
@@ -179,7 +190,8 @@ Status IngestWorker::MarkGone(const std::string& path) {
   return st;
 }
 
-Status IngestWorker::Process(const std::string& path, bool* more) {
+Status IngestWorker::Process(const WorkQueue::Item& item, bool* more) {
+  const std::string& path = item.path;
   std::string root;
   {
     std::lock_guard lock(mu_);
@@ -201,6 +213,10 @@ Status IngestWorker::Process(const std::string& path, bool* more) {
   // Every commit shows life: a long turn is not a hang.
   TW_RETURN_IF_ERROR(
       ingester_.IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
+  if (item.lane == Lane::kLive && totals.files_read > 0) {
+    std::lock_guard lock(mu_);
+    live_runs_.push_back(run->run_id());
+  }
   counters_.files_read += totals.files_read;
   counters_.points += totals.points();
   counters_.errors += totals.errors;

@@ -1,7 +1,7 @@
 // The writer thread: owns the only read-write store connection and every RunState. It takes
-// paths from the WorkQueue, maps each to its root and run, and reads the file from its
-// committed offset, a bounded amount per turn (round-robin across files). Everything here
-// runs on the writer thread except the methods marked thread-safe.
+// paths from the WorkQueue (live lane first), maps each to its root and run, and reads the file
+// from its committed offset, a bounded amount per turn (round-robin across files). Everything
+// here runs on the writer thread except the methods marked thread-safe.
 #pragma once
 
 #include <atomic>
@@ -36,6 +36,9 @@ class IngestWorker {
   void SetState(const std::string& key, const std::string& value);
   // Thread-safe: re-posts files whose last read failed (the store was full, say).
   void RetryFailed();
+  // Thread-safe: the runs with a file read from the live lane since the last call, so that
+  // diagnosis can look at them before the history.
+  std::vector<int64_t> TakeLiveRuns();
   // Thread-safe: asks Run() to stop at the next commit point.
   void RequestStop() { stop_ = true; }
 
@@ -49,7 +52,7 @@ class IngestWorker {
   const Counters& counters() const { return counters_; }
 
  private:
-  Status Process(const std::string& path, bool* more);
+  Status Process(const WorkQueue::Item& item, bool* more);
   Status MarkGone(const std::string& path);
   void FlushState();
   void Beat();
@@ -81,7 +84,8 @@ class IngestWorker {
   std::mutex mu_;  // guards the members below, shared with other threads
   std::vector<std::string> roots_;
   std::map<std::string, std::string> pending_state_;
-  std::vector<std::string> failed_;
+  std::vector<WorkQueue::Item> failed_;
+  std::vector<int64_t> live_runs_;
 };
 
 }  // namespace tw::app

@@ -2,24 +2,37 @@
 
 namespace tw::app {
 
-bool WorkQueue::Post(const std::string& path) {
+bool WorkQueue::Post(const std::string& path, Lane lane) {
   {
     std::lock_guard lock(mu_);
-    if (closed_ || !queued_.insert(path).second) return false;
-    order_.push_back(path);
+    if (closed_) return false;
+    auto [it, fresh] = queued_.try_emplace(path, lane);
+    if (!fresh) {
+      if (it->second == lane || lane == Lane::kHistory) return false;
+      it->second = Lane::kLive;  // promoted; its history_ entry is now stale
+    }
+    Of(lane).push_back(path);
   }
   cv_.notify_one();
   return true;
 }
 
-std::optional<std::string> WorkQueue::Take(std::chrono::milliseconds timeout) {
+std::optional<WorkQueue::Item> WorkQueue::Take(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return closed_ || !order_.empty(); });
-  if (closed_ || order_.empty()) return std::nullopt;
-  std::string p = std::move(order_.front());
-  order_.pop_front();
-  queued_.erase(p);
-  return p;
+  cv_.wait_for(lock, timeout, [&] { return closed_ || !queued_.empty(); });
+  if (closed_) return std::nullopt;
+  for (Lane lane : {Lane::kLive, Lane::kHistory}) {
+    std::deque<std::string>& q = Of(lane);
+    while (!q.empty()) {
+      std::string p = std::move(q.front());
+      q.pop_front();
+      auto it = queued_.find(p);
+      if (it == queued_.end() || it->second != lane) continue;  // stale: promoted to live
+      queued_.erase(it);
+      return Item{std::move(p), lane};
+    }
+  }
+  return std::nullopt;
 }
 
 bool WorkQueue::closed() const {
@@ -37,7 +50,14 @@ void WorkQueue::Close() {
 
 size_t WorkQueue::size() const {
   std::lock_guard lock(mu_);
-  return order_.size();
+  return queued_.size();
+}
+
+size_t WorkQueue::live_size() const {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  for (const auto& [path, lane] : queued_) n += lane == Lane::kLive;
+  return n;
 }
 
 }  // namespace tw::app

@@ -1,7 +1,9 @@
 // The hand-off from the I/O thread to the writer thread: paths of files that may have
 // changed. Posting a path already queued is a no-op (coalescing: a file appended a thousand
-// times between two turns is read once). Taking is round-robin: a file with more to read
-// goes to the back, so one huge backfill does not starve live runs. Thread-safe.
+// times between two turns is read once). Two lanes: kLive for files being written now (an
+// inotify event, a recent mtime) and kHistory for the rest (the startup backfill, old runs).
+// Take() serves live first, so a run's NaN is read before a terabyte of history is; within a
+// lane it is round-robin: a file with more to read goes to the back. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -10,25 +12,38 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace tw::app {
 
+enum class Lane { kLive, kHistory };
+
 class WorkQueue {
  public:
-  // Returns false if the path was already queued.
-  bool Post(const std::string& path);
+  struct Item {
+    std::string path;
+    Lane lane = Lane::kHistory;
+  };
+
+  // Returns false if the path was already queued. Posting a path queued in kHistory to kLive
+  // moves it to the back of kLive (it is being written now); the other way round is a no-op.
+  bool Post(const std::string& path, Lane lane);
   // Waits up to `timeout` for a path; nullopt when none came or the queue is closed.
-  std::optional<std::string> Take(std::chrono::milliseconds timeout);
+  std::optional<Item> Take(std::chrono::milliseconds timeout);
   void Close();
   bool closed() const;
   size_t size() const;
+  size_t live_size() const;
 
  private:
+  std::deque<std::string>& Of(Lane lane) { return lane == Lane::kLive ? live_ : history_; }
+
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> order_;
-  std::unordered_set<std::string> queued_;
+  std::deque<std::string> live_, history_;
+  // Each queued path and its lane. A path moved to kLive leaves a stale copy in history_,
+  // skipped when it comes up (cheaper than erasing from the middle of a deque).
+  std::unordered_map<std::string, Lane> queued_;
   bool closed_ = false;
 };
 
