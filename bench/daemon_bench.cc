@@ -1,11 +1,12 @@
 // Daemon benchmark: what `trainwatch daemon` costs and how fast it is, measured from the
 // outside, on real processes (the trainwatch binary this tree built). A plain program.
 //
-//   daemon_bench [--latency] [--idle] [--rss] [--backfill]   (no part named: all four)
+//   daemon_bench [--latency] [--idle] [--rss] [--backfill] [--live-alarm]  (none: all five)
 //                [--appends N] [--spacing-ms MS] [--poll-us US] [--rescan-interval SECS]
 //                [--quiet-runs N] [--inotify-rescan SECS]
 //                [--idle-runs N] [--idle-window SECS] [--rss-large N]
-//                [--mib N] [--reps K] [--keep DIR] [--trainwatch PATH]
+//                [--mib N] [--reps K] [--history-runs N] [--history-mib N]
+//                [--keep DIR] [--trainwatch PATH]
 //
 // 1. latency: one run directory with one event file; the daemon started on it; then N
 //    appends (default 200) of one SimpleScalarEvent with a unique step, each flushed the way a
@@ -46,6 +47,15 @@
 //    20 ms). --reps K (default 3) times, interleaved; best of each; ratio = one-shot / daemon.
 //    CPU time: the one-shot's to its exit (rusage), the daemon's at "all committed" (/proc)
 //    and, for the same terms as the one-shot, to its exit after SIGTERM (rusage).
+// 5. live-alarm: a history logdir of --history-runs runs (default 240) and --history-mib MiB
+//    (default 1024; PyTorch-style, 20 tags, one file per run) whose files were last written two
+//    days ago, and one live run (a healthy loss, written just now). The daemon is started on it
+//    with --webhook to a loopback receiver; once it has logged its initial scan, the live run
+//    logs a NaN loss (t0 right before the flush). Timed: from t0 to the receiver getting the
+//    webhook for non_finite_loss on the live run; the backfill (every file committed) and the
+//    diagnosis of all the history (the daemon's "diagnosis: caught up" line) from the daemon's
+//    start. Baseline, in the same run: the same live run and NaN with no history. --reps K
+//    times each, interleaved; the median of each, and their ratio.
 //
 // Every daemon is started with its stderr in a log file in the work dir, killed (SIGTERM,
 // then SIGKILL after 5 s) and reaped when its part ends or fails, and dies with this program
@@ -56,6 +66,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +93,7 @@
 #include "gen.h"
 #include "store/store.h"
 #include "support/event_writer.h"
+#include "support/http_server.h"
 
 #ifndef TW_CLI_BINARY
 #error "TW_CLI_BINARY must name the trainwatch binary (bench/CMakeLists.txt defines it)"
@@ -114,7 +126,9 @@ void SleepSeconds(double s) {
 }
 
 struct Options {
-  bool latency = false, idle = false, rss = false, backfill = false;
+  bool latency = false, idle = false, rss = false, backfill = false, live_alarm = false;
+  int history_runs = 240;
+  double history_mib = 1024;
   int appends = 200;
   double spacing_ms = 20;
   int poll_us = 500;
@@ -151,6 +165,12 @@ Options ParseArgs(int argc, char** argv) {
       o.rss = any = true;
     } else if (a == "--backfill") {
       o.backfill = any = true;
+    } else if (a == "--live-alarm") {
+      o.live_alarm = any = true;
+    } else if (a == "--history-runs") {
+      o.history_runs = static_cast<int>(positive(std::atoi(value().c_str())));
+    } else if (a == "--history-mib") {
+      o.history_mib = positive(std::atof(value().c_str()));
     } else if (a == "--appends") {
       o.appends = static_cast<int>(positive(std::atoi(value().c_str())));
     } else if (a == "--spacing-ms") {
@@ -179,7 +199,9 @@ Options ParseArgs(int argc, char** argv) {
       o.binary = value();
     } else if (a == "-h" || a == "--help") {
       std::printf(
-          "usage: daemon_bench [--latency] [--idle] [--rss] [--backfill] (default: all)\n"
+          "usage: daemon_bench [--latency] [--idle] [--rss] [--backfill] [--live-alarm] "
+          "(default: all)\n"
+          "                    [--history-runs N] [--history-mib N]\n"
           "                    [--appends N] [--spacing-ms MS] [--poll-us US] "
           "[--rescan-interval SECS]\n"
           "                    [--quiet-runs N] [--inotify-rescan SECS]\n"
@@ -190,7 +212,7 @@ Options ParseArgs(int argc, char** argv) {
       Die("unknown argument " + a + " (try --help)");
     }
   }
-  if (!any) o.latency = o.idle = o.rss = o.backfill = true;
+  if (!any) o.latency = o.idle = o.rss = o.backfill = o.live_alarm = true;
   return o;
 }
 
@@ -1027,6 +1049,146 @@ void PartBackfill(const Options& o, const fs::path& work) {
   if (o.keep.empty()) fs::remove_all(logdir);
 }
 
+// ---------------------------------------------------------------------------------------------
+// 5. live-alarm
+
+// `runs` history runs hist_<i/100>/run_<i%100>, one PyTorch-style file each, `mib` MiB in all,
+// last written two days ago.
+Tree MakeHistory(const fs::path& dir, int runs, double mib) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Tree t;
+  const auto per_file = static_cast<int64_t>(std::ceil(mib * kMiB / runs));
+  const timespec old[2] = {{::time(nullptr) - 2 * 86400, 0}, {::time(nullptr) - 2 * 86400, 0}};
+  for (int r = 0; r < runs; ++r) {
+    CheckInterrupted();
+    const fs::path path = dir / ("hist_" + std::to_string(r / 100)) / ("run_" + std::to_string(r % 100)) /
+                          testing::EventFileName(1700000000 + r * 1000, "bench-host", 4242, 0);
+    testing::EventFileWriter w(path.string());
+    int64_t file_bytes = 0;
+    auto add = [&](const std::string& ev) {
+      w.Add(ev);
+      file_bytes += static_cast<int64_t>(ev.size() + 16);
+      if (w.buffered() >= (256u << 10)) w.Flush();
+    };
+    add(testing::FileVersionEvent(bench::WallFor(0, 0) - 1, testing::kTorchSourceWriter));
+    std::vector<bool> first_seen(20, false);
+    for (int64_t step = 0; file_bytes < per_file; ++step)
+      bench::AddStep(step, 20, false, static_cast<uint64_t>(r) + 1, &first_seen, [&](const std::string& ev) {
+        add(ev);
+        t.values++;
+      });
+    w.Flush();
+    if (::utimensat(AT_FDCWD, path.c_str(), old, 0) != 0) Die("utimensat " + path.string());
+    t.files++;
+    t.runs++;
+    t.bytes += static_cast<int64_t>(fs::file_size(path));
+  }
+  return t;
+}
+
+struct AlarmResult {
+  double alarm = 0;      // NaN flushed -> webhook received
+  double backfill = 0;   // daemon start -> every file committed
+  double diagnosed = 0;  // daemon start -> "diagnosis: caught up" (0: not seen)
+};
+
+// One daemon on `logdir` (its history, if any, already there) plus a fresh live run; the NaN
+// appended once the initial scan is logged.
+AlarmResult RunLiveAlarm(const Options& o, const fs::path& work, const fs::path& logdir, const Tree& history,
+                         const std::string& tag) {
+  const fs::path live_dir = logdir / "live" / "version_0";
+  fs::remove_all(logdir / "live");
+  testing::EventFileWriter live(
+      (live_dir / testing::EventFileName(static_cast<int64_t>(::time(nullptr)), "bench-host", 7, 0)).string());
+  const double wall0 = static_cast<double>(::time(nullptr)) - 600;
+  live.Add(testing::FileVersionEvent(wall0, testing::kTorchSourceWriter));
+  for (int s = 0; s < 300; ++s)
+    live.Add(testing::SimpleScalarEvent("train/loss", s, wall0 + s, 2.0f * std::exp(-s / 100.0f) + 0.1f));
+  live.Flush();
+  Tree t = history;
+  t.files++;
+  t.bytes += static_cast<int64_t>(fs::file_size(live.path()));
+
+  testing::HttpServer hook;
+  const fs::path db = work / ("alarm-" + tag + ".db"), log = work / ("alarm-" + tag + ".log");
+  RemoveDb(db);
+  const auto start = Clock::now();
+  auto daemon = StartDaemon(o, logdir, db, {"--webhook", hook.url()}, log);
+  for (;;) {  // the initial scan has posted every file: the backfill is under way
+    CheckAlive(*daemon, "the daemon");
+    if (ReadFile(log).find("initial scan") != std::string::npos) break;
+    if (Seconds(start, Clock::now()) > 60) Die("no initial scan after 60 s");
+    SleepSeconds(0.01);
+  }
+  for (int s = 300; s < 305; ++s)
+    live.Add(testing::SimpleScalarEvent("train/loss", s, static_cast<double>(::time(nullptr)), std::nanf("")));
+  const auto t0 = Clock::now();
+  const double t0_steady = testing::SteadySeconds();
+  live.Flush();
+  AlarmResult r;
+  StoreReader reader(db, *daemon, 60);
+  for (;;) {
+    CheckAlive(*daemon, "the daemon");
+    const auto now = Clock::now();
+    if (r.alarm == 0) {
+      for (const auto& req : hook.requests())
+        if (req.body.find("non_finite_loss") != std::string::npos &&
+            req.body.find("live/version_0") != std::string::npos) {
+          r.alarm = req.time - t0_steady;
+          break;
+        }
+    }
+    if (r.backfill == 0) {
+      const StoreReader::Committed c = reader.Poll();
+      if (c.files >= t.files && c.bytes >= t.bytes) r.backfill = Seconds(start, now);
+    }
+    if (r.diagnosed == 0 && (history.runs == 0 || ReadFile(log).find("diagnosis: caught up") != std::string::npos))
+      r.diagnosed = Seconds(start, now);
+    if (r.alarm > 0 && r.backfill > 0 && r.diagnosed > 0) break;
+    if (Seconds(t0, now) > 900)
+      Die("after 900 s: alarm " + std::to_string(r.alarm) + " s, backfill " + std::to_string(r.backfill) +
+          " s, diagnosed " + std::to_string(r.diagnosed) + " s; log:\n" + daemon->LogTail());
+    SleepSeconds(0.02);
+  }
+  StopDaemon(*daemon);
+  RemoveDb(db);
+  return r;
+}
+
+void PartLiveAlarm(const Options& o, const fs::path& work) {
+  std::printf("\n== 5. live-alarm: a live run's NaN to its webhook while the daemon backfills a history\n");
+  const fs::path with = work / "history", without = work / "no-history";
+  const auto g0 = Clock::now();
+  const Tree h = MakeHistory(with / "old", o.history_runs, o.history_mib);
+  fs::create_directories(without);
+  std::printf("   history: %.1f MiB, %" PRId64 " runs, %" PRId64 " points, last written 2 days ago "
+              "(generated in %.1f s); %d reps, interleaved\n\n",
+              static_cast<double>(h.bytes) / kMiB, h.runs, h.values, Seconds(g0, Clock::now()), o.reps);
+  std::printf("   %4s %18s %18s %16s %18s\n", "rep", "alarm, no history", "alarm, history",
+              "backfill done", "history diagnosed");
+  std::vector<double> alone, busy, backfill, diagnosed;
+  for (int i = 0; i < o.reps; ++i) {
+    const AlarmResult a = RunLiveAlarm(o, work, without, Tree{}, "alone");
+    const AlarmResult b = RunLiveAlarm(o, work, with, h, "history");
+    std::printf("   %4d %16.3f s %16.3f s %14.1f s %16.1f s\n", i + 1, a.alarm, b.alarm, b.backfill, b.diagnosed);
+    alone.push_back(a.alarm);
+    busy.push_back(b.alarm);
+    backfill.push_back(b.backfill);
+    diagnosed.push_back(b.diagnosed);
+  }
+  for (auto* v : {&alone, &busy, &backfill, &diagnosed}) std::sort(v->begin(), v->end());
+  const double m_alone = Percentile(alone, 50), m_busy = Percentile(busy, 50);
+  std::printf("\n   median alarm: %.3f s alone, %.3f s beside the backfill (goal < 5 s: %s); ratio %.2f\n",
+              m_alone, m_busy, m_busy < 5 ? "met" : "NOT met", m_busy / m_alone);
+  std::printf("   median backfill %.1f s, history diagnosed %.1f s after the daemon's start\n",
+              Percentile(backfill, 50), Percentile(diagnosed, 50));
+  if (o.keep.empty()) {
+    fs::remove_all(with);
+    fs::remove_all(without);
+  }
+}
+
 fs::path MakeWorkDir(const Options& o) {
   if (!o.keep.empty()) {
     fs::create_directories(o.keep);
@@ -1063,6 +1225,7 @@ int main(int argc, char** argv) {
     if (o.idle) PartIdle(o, work);
     if (o.rss) PartRss(o, work);
     if (o.backfill) PartBackfill(o, work);
+    if (o.live_alarm) PartLiveAlarm(o, work);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "daemon_bench: %s\n", e.what());

@@ -78,6 +78,7 @@ class Daemon {
         notifier_thread_(cfg_.db_path) {
     diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
     diagnoser_.SetLiveRuns([this] { return worker_.TakeLiveRuns(); });
+    diagnoser_.SetIngestIdle([this] { return queue_.size() == 0 && worker_.counters().idle.load(); });
   }
 
   int Run() {
@@ -156,11 +157,13 @@ class Daemon {
     watch::Snapshot now = watch::Walk(cfg_.roots);
     std::vector<std::string> changed = watch::Diff(snapshot_, now);
     const int64_t now_ns = static_cast<int64_t>(UnixNow() * 1e9);
-    for (const auto& p : changed) {
+    std::vector<std::string> history;
+    for (const auto& p : changed) {  // live first: the writer takes the first one at once
       auto f = now.files.find(p);
-      const bool recent = f != now.files.end() && now_ns - f->second.mtime_ns < kLiveWindowNs;
-      queue_.Post(p, recent ? Lane::kLive : Lane::kHistory);
+      if (f != now.files.end() && now_ns - f->second.mtime_ns < kLiveWindowNs) queue_.Post(p, Lane::kLive);
+      else history.push_back(p);
     }
+    for (const auto& p : history) queue_.Post(p, Lane::kHistory);
     if (watcher_) {
       const size_t added = watcher_->EnsureWatched(now.dirs);
       if (added && !first_rescan_)

@@ -74,7 +74,7 @@ void DiagnoseWorker::Loop() {
   // backfill should not. (Linux: nice applies per thread.)
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
   using Clock = std::chrono::steady_clock;
-  Clock::time_point last_slice{}, last_all{};
+  Clock::time_point last_slice{}, last_all{}, burst_start{};
   Clock::duration last_cost{};
   int64_t seen_points = -1;
   while (!stop_) {
@@ -128,10 +128,14 @@ void DiagnoseWorker::Loop() {
     const auto now = Clock::now();
     std::vector<int64_t> slice = NextSlice();
     const bool live = !slice.empty() && live_.count(slice.front());
-    // History slices are at least 5x their own cost apart (a bounded share of the machine
-    // during a backfill); live ones only `rules_interval_ms`.
+    // Live slices are `rules_interval_ms` apart. History slices, while the writer reads (a
+    // backfill), at least 5x their own cost apart: a bounded share of the machine. Once it is
+    // idle they follow each other (the thread is niced; live slices still go first).
     const auto interval = std::chrono::milliseconds(config_.rules_interval_ms);
-    const auto gap = live ? Clock::duration(interval) : std::max<Clock::duration>(interval, 5 * last_cost);
+    const bool reading = ingest_idle_ && !ingest_idle_();
+    const auto gap = live      ? Clock::duration(interval)
+                     : reading ? std::max<Clock::duration>(interval, 5 * last_cost)
+                               : Clock::duration::zero();
     const bool due = !slice.empty() && now - last_slice >= gap;
     const bool all = now - last_all >= std::chrono::milliseconds(config_.rules_all_interval_ms);
     if (!due && !all) continue;
@@ -147,12 +151,18 @@ void DiagnoseWorker::Loop() {
       slice_runs_ = std::clamp<size_t>(static_cast<size_t>(kSliceSeconds / std::max(per_run, 1e-4)),
                                        1, kMaxSliceRuns);
     }
-    examined_since_trim_ += static_cast<int64_t>(slice.size());
-    // A backfill's diagnosis leaves its high-water mark in this thread's malloc arena; give it
-    // back when it is done so RSS does not keep it.
-    if (todo_.empty() && examined_since_trim_ > 64) {
-      ::malloc_trim(0);
-      examined_since_trim_ = 0;
+    if (!live && !slice.empty()) {
+      if (history_examined_ == 0) burst_start = now;
+      history_examined_ += static_cast<int64_t>(slice.size());
+    }
+    // History examined, nothing left to examine nor to read: say so once, and hand the
+    // burst's high-water mark in this thread's malloc arena back so RSS does not keep it.
+    if (history_examined_ > 0 && todo_.empty() && (!ingest_idle_ || ingest_idle_())) {
+      log::Info("diagnosis: caught up; " + std::to_string(history_examined_) + " runs examined in " +
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - burst_start).count()) +
+                " s");
+      if (history_examined_ > 64) ::malloc_trim(0);
+      history_examined_ = 0;
     }
   }
 }

@@ -4,8 +4,9 @@
 // them in slices of about half a second each, whose findings are stored (and their
 // notifications queued) before the next slice starts. Live runs (a file read from the writer's
 // live lane) go first, at most every `rules_interval_ms`; the history (a backfill of old runs)
-// goes newest first, its slices at least 5x their own cost apart so it takes a bounded share of
-// the machine. So a NaN in a live run is not held back by the diagnosis of a thousand old runs.
+// goes newest first, its slices at least 5x their own cost apart while the writer is still
+// reading, so it takes a bounded share of the machine, and back to back once the writer is idle.
+// So a NaN in a live run is not held back by the diagnosis of a thousand old runs.
 // The scope-all rules (stale runs) run every `rules_all_interval_ms`. Quiet runs cost nothing.
 // Transitions are logged, and their notifications queued in the outbox in the same transaction.
 #pragma once
@@ -41,6 +42,9 @@ class DiagnoseWorker {
   // Called on the diagnosis thread for the runs read from the live lane since the last call
   // (thread-safe on the writer's side: IngestWorker::TakeLiveRuns). Before Start().
   void SetLiveRuns(std::function<std::vector<int64_t>()> f) { live_runs_ = std::move(f); }
+  // Called on the diagnosis thread: whether the writer has nothing queued (thread-safe on its
+  // side), so "caught up" is said when the history is both read and examined. Before Start().
+  void SetIngestIdle(std::function<bool()> f) { ingest_idle_ = std::move(f); }
   void Start();
   void Stop();  // joins the thread
 
@@ -59,11 +63,12 @@ class DiagnoseWorker {
   std::function<int64_t()> points_;
   std::function<void()> on_queued_;
   std::function<std::vector<int64_t>()> live_runs_;
+  std::function<bool()> ingest_idle_;
   // Diagnosis thread only: runs changed and not examined since, the runs ever read live, and
   // how many runs a slice takes (adapted so a slice costs about kSliceSeconds).
   std::set<int64_t> todo_, live_;
   size_t slice_runs_ = 8;
-  int64_t examined_since_trim_ = 0;
+  int64_t history_examined_ = 0;  // history runs examined since the last "caught up"
   int queued_ = 0;  // messages queued by the current cycle (diagnosis thread)
   std::thread thread_;
   std::atomic<bool> stop_{false};

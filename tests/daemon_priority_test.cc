@@ -1,0 +1,86 @@
+// Live runs first: the daemon reads and diagnoses a run written to now before the history
+// beside it (runs last written days ago), so the history never holds back a live run's alarm.
+// The test asserts order, not time: every run here is sick, and the live run's finding must
+// come before the history's, although its name sorts last and it was created last.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "support/daemon_process.h"
+#include "support/event_writer.h"
+#include "support/test_env.h"
+
+namespace tw {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TempDir;
+
+// A run whose loss falls, then turns NaN for its last steps.
+void WriteSickRun(const std::string& path, double wall0) {
+  testing::EventFileWriter w(path);
+  w.Add(testing::FileVersionEvent(wall0));
+  for (int s = 0; s < 400; ++s) {
+    const float loss = s < 390 ? 2.0f * std::exp(-s / 100.0f) + 0.1f : std::nanf("");
+    w.Add(testing::SimpleScalarEvent("train/loss", s, wall0 + s, loss));
+  }
+  w.Flush();
+}
+
+// The runs with a non_finite_loss finding, in the order the findings were first stored.
+std::vector<std::string> FindingOrder(const std::string& db) {
+  std::vector<std::string> out;
+  auto d = store::OpenReadOnly(db);
+  if (!d.ok()) return out;
+  auto q = (*d)->Prepare(
+      "SELECT r.name FROM findings f JOIN runs r USING (run_id) WHERE f.rule = 'non_finite_loss' "
+      "ORDER BY f.finding_id");
+  if (!q.ok()) return out;
+  while (true) {
+    Result<bool> row = q->Step();
+    if (!row.ok() || !*row) break;
+    out.push_back(q->Text(0));
+  }
+  return out;
+}
+
+TEST(DaemonPriority, ALiveRunIsReadAndDiagnosedBeforeTheHistory) {
+  TempDir dir;
+  const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
+  constexpr int kHistory = 40;
+  const double two_days_ago = static_cast<double>(::time(nullptr)) - 2 * 86400;
+  const timespec old[2] = {{static_cast<time_t>(two_days_ago), 0}, {static_cast<time_t>(two_days_ago), 0}};
+  for (int i = 0; i < kHistory; ++i) {
+    const std::string path = root + "/old_" + std::to_string(100 + i) + "/events.out.tfevents.1.h";
+    WriteSickRun(path, two_days_ago - 3600);
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+  }
+  WriteSickRun(root + "/zz_live/events.out.tfevents.2.h", static_cast<double>(::time(nullptr)) - 400);
+
+  testing::DaemonProcess d({"--logdir", root, "--db", db, "--rescan-interval", "30"}, log);
+  std::vector<std::string> order;
+  ASSERT_TRUE(testing::WaitFor([&] { return (order = FindingOrder(db)).size() == kHistory + 1; }, 120s))
+      << order.size() << " findings\n" << d.Log();
+  EXPECT_EQ(order.front(), "zz_live") << "the live run's alarm waited behind the history";
+  // Read first too: a file's source row is made when it is first read.
+  auto first = store::OpenReadOnly(db);
+  ASSERT_TRUE(first.ok());
+  auto q = (*first)->Prepare("SELECT path FROM sources ORDER BY source_id LIMIT 1");
+  ASSERT_TRUE(q.ok() && *q->Step());
+  EXPECT_EQ(q->Text(0), root + "/zz_live/events.out.tfevents.2.h") << "the live run was read after the history";
+  d.Signal(SIGTERM);
+  EXPECT_TRUE(d.Wait(10s).has_value()) << d.Log();
+  EXPECT_NE(d.Log().find("diagnosis: caught up; " + std::to_string(kHistory) + " runs examined"),
+            std::string::npos)
+      << d.Log();
+}
+
+}  // namespace
+}  // namespace tw
