@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -62,10 +64,23 @@ void DiagnoseWorker::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void DiagnoseWorker::Loop() {
+void DiagnoseWorker::LowerPriority() {
   // Diagnosis yields the CPU to ingest and to the I/O thread: findings can wait a moment, a
-  // backfill should not. (Linux: nice applies per thread.)
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
+  // backfill should not. (Linux: nice applies per thread.) Relative to the daemon's own nice,
+  // which a unit's Nice= sets for every thread: an absolute 10 would raise a daemon started at
+  // 15. The unit allows setpriority (systemd/trainwatch.service says why); where a filter still
+  // refuses it, diagnosis competes with ingest as an equal, and the log says so once.
+  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, tid);  // -1 is a valid nice: errno tells
+  const int base = errno == 0 ? nice : 0;
+  if (::setpriority(PRIO_PROCESS, tid, std::min(19, base + 10)) != 0)
+    log::Warning(std::string("diagnosis: cannot lower the diagnosis thread's CPU priority (setpriority: ") +
+                 std::strerror(errno) + "); it runs at the daemon's priority, beside ingest");
+}
+
+void DiagnoseWorker::Loop() {
+  LowerPriority();
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_cycle{}, last_all{};
   Clock::duration last_cost{};
@@ -83,6 +98,7 @@ void DiagnoseWorker::Loop() {
         engine_.reset();
       }
       tracker_.reset();
+      reported_.clear();  // new rules: their problems are news again
       seen_points = -1;  // re-examine everything under the new rules
       if (next->engine) {
         Result<std::unique_ptr<diagnose::FindingTracker>> t = diagnose::FindingTracker::Open(db_path_);
@@ -134,7 +150,12 @@ void DiagnoseWorker::Cycle(bool scope_all) {
     if (!stop_) log::Warning("diagnosis: " + ev.status().message());
     return;
   }
-  for (const auto& e : ev->errors) log::Warning("diagnosis rule failed: " + e);
+  // Once per rule and problem, not once per cycle: a rule that loops goes over its limit in
+  // every cycle that runs it.
+  for (const auto& e : ev->errors)
+    if (reported_.insert(e.rule + "\n" + e.limit).second)
+      log::Warning((e.limit.empty() ? "diagnosis rule failed: " : "diagnosis rule skipped: ") + e.message +
+                   " (said once; it is tried again each cycle)");
   queued_ = 0;
   Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, UnixNow());
   if (!tr.ok()) {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -40,6 +41,7 @@ class DiagnoseWorker {
 
  private:
   void Loop();
+  void LowerPriority();  // this thread's CPU priority, below ingest's
   void Cycle(bool scope_all);
 
   std::string db_path_;
@@ -65,6 +67,7 @@ class DiagnoseWorker {
   std::mutex engine_mu_;
   std::unique_ptr<diagnose::Engine> engine_;
   std::unique_ptr<diagnose::FindingTracker> tracker_;
+  std::set<std::string> reported_;  // rule problems logged since the rules loaded: "ID\nLIMIT"
 };
 
 }  // namespace tw::app
