@@ -205,14 +205,15 @@ TEST_F(RuleLimits, TheCliReportsTheRuleAndStillFindsTheNan) {
   const std::string cmd = "timeout 120 " + std::string(TW_CLI_BINARY) + " diagnose --db " + Q(Db()) +
                           " --config " + Q(dir_ / "tw.toml");
   std::string out;
-  ASSERT_EQ(RunCommand(cmd + " 2>/dev/null", &out), 0) << out;
+  // (RunCommand appends 2>&1: a group keeps the redirections inside it.)
+  ASSERT_EQ(RunCommand("{ " + cmd + " 2>/dev/null; }", &out), 0) << out;
   EXPECT_NE(out.find("non_finite_loss"), std::string::npos) << out;
   EXPECT_EQ(Occurrences(out, "rule error: " + RulesDir() + "/loop.sql:4: rule loops_forever went over its time "
                                  "limit of 0.5 s"),
             1u)
       << out;
   // JSON is the findings only: the rule's problem goes to stderr.
-  ASSERT_EQ(RunCommand(cmd + " --format json 2>" + Q(dir_ / "err.txt"), &out), 0) << out;
+  ASSERT_EQ(RunCommand("{ " + cmd + " --format json 2>" + Q(dir_ / "err.txt") + "; }", &out), 0) << out;
   EXPECT_NE(out.find("\"rule\":\"non_finite_loss\""), std::string::npos) << out;
   const std::string err = testing::ReadFile(dir_ / "err.txt");
   EXPECT_NE(err.find("trainwatch: rule error: " + RulesDir() + "/loop.sql:4: rule loops_forever"), std::string::npos)

@@ -155,7 +155,7 @@ void DiagnoseWorker::Cycle(bool scope_all) {
   for (const auto& e : ev->errors)
     if (reported_.insert(e.rule + "\n" + e.limit).second)
       log::Warning((e.limit.empty() ? "diagnosis rule failed: " : "diagnosis rule skipped: ") + e.message +
-                   " (said once; it is tried again each cycle)");
+                   "; said once until the rules are reloaded, tried again each cycle");
   queued_ = 0;
   Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, UnixNow());
   if (!tr.ok()) {

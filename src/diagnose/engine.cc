@@ -48,6 +48,15 @@ std::vector<std::string> ConfigErrorsFor(const EngineOptions& options, const std
   return errors;
 }
 
+// A rule's failure `st` on `where` ("run 'NAME'", "every run"): a limit it went over (`st`
+// says which and how far it got), or an error.
+RuleError RuleFailure(const Rule& r, RuleLimits::Hit hit, const Status& st, const std::string& where) {
+  if (hit == RuleLimits::Hit::kNone) return {r.id, "", r.origin + ": " + where + ": " + st.message()};
+  return {r.id, hit == RuleLimits::Hit::kTime ? "time" : "memory",
+          r.Where() + ": rule " + r.id + " went over " + st.message() + " on " + where +
+              "; skipped for the rest of this evaluation (the other rules ran)"};
+}
+
 std::string Fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
@@ -55,13 +64,6 @@ std::string Fmt(double v) {
 }
 
 }  // namespace
-
-// A rule RunRule stopped at a limit (`st` says which and how far it got), run `where`.
-RuleError OverLimit(const Rule& r, RuleLimits::Hit hit, const Status& st, const std::string& where) {
-  return {r.id, hit == RuleLimits::Hit::kTime ? "time" : "memory",
-          r.Where() + ": rule " + r.id + " went over " + st.message() + " " + where +
-              "; skipped for the rest of this evaluation (the other rules ran)"};
-}
 
 std::vector<std::string> ConfigErrors(const EngineOptions& options) {
   std::vector<std::string> unused;  // broken rule files are not the config's mistake
@@ -385,11 +387,8 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
           (void)db_->Exec("ROLLBACK");
           return st;
         }
-        const std::string name = names.count(run) ? names[run] : RunName(run);
-        ev.errors.push_back(p->over_limit != RuleLimits::Hit::kNone
-                                ? OverLimit(*p->rule, p->over_limit, st, "on run '" + name + "'")
-                                          : RuleError{p->rule->id, "", p->rule->origin + ": run " +
-                                                                           std::to_string(run) + ": " + st.message()});
+        ev.errors.push_back(RuleFailure(*p->rule, p->over_limit, st,
+                                        "run '" + (names.count(run) ? names[run] : RunName(run)) + "'"));
       }
     }
   }
@@ -401,9 +400,7 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
         (void)db_->Exec("ROLLBACK");
         return st;
       }
-      ev.errors.push_back(p->over_limit != RuleLimits::Hit::kNone
-                              ? OverLimit(*p->rule, p->over_limit, st, "over every run")
-                                        : RuleError{p->rule->id, "", p->rule->origin + ": " + st.message()});
+      ev.errors.push_back(RuleFailure(*p->rule, p->over_limit, st, "every run"));
     }
   }
   std::map<std::string, const Rule*> by_id;

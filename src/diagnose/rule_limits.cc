@@ -61,8 +61,10 @@ int64_t RuleLimits::HeapInUse() {
 
 int RuleLimits::OnProgress(void* p) {
   auto* self = static_cast<RuleLimits*>(p);
-  if (self->cancel_->load(std::memory_order_relaxed)) return 1;
+  // Only the rule's statement: the engine's own (the ROLLBACK after a cancel among them) are
+  // short, and sqlite3_interrupt reaches them.
   if (!self->active_) return 0;
+  if (self->cancel_->load(std::memory_order_relaxed)) return 1;
   const auto now = std::chrono::steady_clock::now();
   if (now >= self->deadline_) {
     self->hit_ = Hit::kTime;

@@ -51,7 +51,7 @@ class RuleLimits {
   RuleLimits& operator=(const RuleLimits&) = delete;
 
   // A rule's statement is about to run / has finished. Outside Begin..End nothing is limited
-  // (the engine's own statements), except that a cancel still interrupts.
+  // (the engine's own statements: Engine::Cancel's sqlite3_interrupt reaches those).
   void Begin();
   void End();
 
