@@ -1,5 +1,6 @@
-// systemd/trainwatch.service: systemd-analyze verifies it, and its exposure score (systemd-analyze
-// security) stays at 2.0 or below. Skipped where systemd-analyze is not installed (CI has it).
+// systemd/trainwatch.service: systemd-analyze verifies it, its exposure score (systemd-analyze
+// security) stays at 2.0 or below, and its syscall filter lets the diagnosis thread lower its
+// priority. The exposure test skips where systemd-analyze is not installed (CI has it).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -84,6 +85,24 @@ TEST(Systemd, UnitIsTypeNotifyAndDoesNotRestartOnConfigErrors) {
   EXPECT_TRUE(has("ExecReload=/bin/kill -HUP $MAINPID"));
   EXPECT_TRUE(has("RestartPreventExitStatus=78"));  // app::kExitConfig
   EXPECT_TRUE(has("StateDirectory=trainwatch"));
+}
+
+// The diagnosis thread's setpriority (src/app/diagnose_worker.cc) is in @resources, which the
+// unit filters out: a later line must allow it back, and no capability may let it raise
+// priority instead of lowering it.
+TEST(Systemd, UnitLetsTheDiagnosisThreadLowerItsPriority) {
+  const std::string unit = ReadFile(SourceDir() + "/systemd/trainwatch.service");
+  std::istringstream in(unit);
+  bool denied = false, allowed_after = false, no_caps = false;
+  for (std::string l; std::getline(in, l);) {
+    if (l.starts_with("SystemCallFilter=~") && l.find("@resources") != std::string::npos) denied = true;
+    if (denied && l.starts_with("SystemCallFilter=") && !l.starts_with("SystemCallFilter=~") &&
+        l.find("setpriority") != std::string::npos)
+      allowed_after = true;
+    if (l == "CapabilityBoundingSet=") no_caps = true;
+  }
+  EXPECT_TRUE(!denied || allowed_after) << "setpriority is filtered out with @resources\n" << unit;
+  EXPECT_TRUE(no_caps) << unit;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +22,12 @@ namespace {
 
 std::string Where(const std::string& file, const toml::source_region& src) {
   return file + ":" + std::to_string(src.begin.line) + ": ";
+}
+
+std::string NumberText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
 // Reads one table's keys, refusing any key it does not know: a typo must not be silently
@@ -53,6 +61,10 @@ class Section {
     if (!v || !exact)
       return InvalidArgument(Where(file_, n->source()) + "[" + name_ + "] " + key + " must be " +
                              expected + ", got " + TypeName(*n));
+    if constexpr (std::is_same_v<T, double>)
+      if (!std::isfinite(*v))  // TOML has nan and inf: a threshold or interval no number compares with
+        return InvalidArgument(Where(file_, n->source()) + "[" + name_ + "] " + key + " must be a finite number, got " +
+                               NumberText(*v));
     *out = *v;
     return Status::Ok();
   }
@@ -107,7 +119,8 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
     if (!n->is_table()) return InvalidArgument(Where(path, n->source()) + "'rules' must be a table");
     const toml::table& t = *n->as_table();
     Section r(path, "rules", t);
-    std::set<std::string> known = {"enabled", "interval_seconds", "dir", "disabled"};
+    std::set<std::string> known = {"enabled", "interval_seconds", "dir", "disabled", "time_limit_seconds",
+                                   "memory_limit_mb"};
     for (const auto& [k, v] : t)
       if (v.is_table()) known.insert(std::string(k.str()));
     TW_RETURN_IF_ERROR(r.CheckKeys(known));
@@ -118,6 +131,18 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
       return InvalidArgument(Where(path, r.node("interval_seconds")->source()) +
                              "[rules] interval_seconds must be between 0.1 and 86400");
     c->rules_interval_ms = static_cast<int64_t>(secs * 1000);
+    // What one rule may spend (diagnose/rule_limits.h): a user rule must not hang or bloat the
+    // daemon, a built-in one on a long run must not be cut short.
+    TW_RETURN_IF_ERROR(r.Get("time_limit_seconds", "a number of seconds", &c->rules.limits.seconds));
+    if (c->rules.limits.seconds < 0.1 || c->rules.limits.seconds > 3600)
+      return InvalidArgument(Where(path, r.node("time_limit_seconds")->source()) +
+                             "[rules] time_limit_seconds must be between 0.1 and 3600");
+    int64_t mb = c->rules.limits.memory_bytes >> 20;
+    TW_RETURN_IF_ERROR(r.Get("memory_limit_mb", "an integer (MiB)", &mb));
+    if (mb < 16 || mb > 65536)
+      return InvalidArgument(Where(path, r.node("memory_limit_mb")->source()) +
+                             "[rules] memory_limit_mb must be between 16 and 65536");
+    c->rules.limits.memory_bytes = mb << 20;
     std::string dir;
     TW_RETURN_IF_ERROR(r.Get("dir", "a string (a directory of .sql rules)", &dir));
     if (!dir.empty()) c->rules.rules_dir = Resolve(base, dir);
@@ -132,6 +157,9 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
         if (!pv.is_number() || !num)
           return InvalidArgument(Where(path, pv.source()) + "[rules." + id + "] " +
                                  std::string(pk.str()) + " must be a number");
+        if (!std::isfinite(*num))  // compares false with every value: the rule would never (or always) fire
+          return InvalidArgument(Where(path, pv.source()) + "[rules." + id + "] " + std::string(pk.str()) +
+                                 " must be a finite number, got " + NumberText(*num));
         c->rules.params[id][std::string(pk.str())] = *num;
       }
     }
@@ -510,6 +538,10 @@ std::string DefaultDbPath() {
 }
 
 Status Validate(Config* c) {
+  // Rule ids and parameters first: a config that names no rule must not create a store.
+  if (c->rules_enabled)
+    if (const std::vector<std::string> errors = diagnose::ConfigErrors(c->rules); !errors.empty())
+      return InvalidArgument(c->origin + ": " + errors[0].substr(std::string_view("config: ").size()));
   if (c->roots.empty())
     return InvalidArgument(c->origin + ": no roots to watch (set [watch] roots, or --logdir DIR)");
   for (auto& r : c->roots) {

@@ -51,8 +51,9 @@ Result<Config> LoadConfigFile(const std::string& path);
 // if set, else the current directory.
 std::string DefaultDbPath();
 
-// Checks what can only be checked on this machine: every root is a readable directory and the
-// store's directory is writable. Resolves roots to canonical absolute paths.
+// Checks what can only be checked on this machine: the rule ids and parameters [rules] names
+// exist (built-in or in [rules] dir), every root is a readable directory and the store's
+// directory is writable. Resolves roots to canonical absolute paths. Before the store is opened.
 Status Validate(Config* config);
 
 }  // namespace tw::app

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -69,10 +71,23 @@ constexpr double kSliceSeconds = 0.5;
 constexpr size_t kMaxSliceRuns = 256;
 }  // namespace
 
-void DiagnoseWorker::Loop() {
+void DiagnoseWorker::LowerPriority() {
   // Diagnosis yields the CPU to ingest and to the I/O thread: findings can wait a moment, a
-  // backfill should not. (Linux: nice applies per thread.)
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
+  // backfill should not. (Linux: nice applies per thread.) Relative to the daemon's own nice,
+  // which a unit's Nice= sets for every thread: an absolute 10 would raise a daemon started at
+  // 15. The unit allows setpriority (systemd/trainwatch.service says why); where a filter still
+  // refuses it, diagnosis competes with ingest as an equal, and the log says so once.
+  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int nice = ::getpriority(PRIO_PROCESS, tid);  // -1 is a valid nice: errno tells
+  const int base = errno == 0 ? nice : 0;
+  if (::setpriority(PRIO_PROCESS, tid, std::min(19, base + 10)) != 0)
+    log::Warning(std::string("diagnosis: cannot lower the diagnosis thread's CPU priority (setpriority: ") +
+                 std::strerror(errno) + "); it runs at the daemon's priority, beside ingest");
+}
+
+void DiagnoseWorker::Loop() {
+  LowerPriority();
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_slice{}, last_all{}, burst_start{};
   Clock::duration last_cost{};
@@ -90,6 +105,7 @@ void DiagnoseWorker::Loop() {
         engine_.reset();
       }
       tracker_.reset();
+      reported_.clear();  // new rules: their problems are news again
       seen_points = -1;  // re-examine everything under the new rules
       todo_.clear();
       if (next->engine) {
@@ -184,7 +200,12 @@ bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all) {
     if (!stop_) log::Warning("diagnosis: " + ev.status().message());
     return false;
   }
-  for (const auto& e : ev->errors) log::Warning("diagnosis rule failed: " + e);
+  // Once per rule and problem, not once per cycle: a rule that loops goes over its limit in
+  // every cycle that runs it.
+  for (const auto& e : ev->errors)
+    if (reported_.insert(e.rule + "\n" + e.limit).second)
+      log::Warning((e.limit.empty() ? "diagnosis rule failed: " : "diagnosis rule skipped: ") + e.message +
+                   "; said once until the rules are reloaded, tried again each cycle");
   queued_ = 0;
   Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, UnixNow());
   if (!tr.ok()) {

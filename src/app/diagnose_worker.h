@@ -53,6 +53,7 @@ class DiagnoseWorker {
 
  private:
   void Loop();
+  void LowerPriority();  // this thread's CPU priority, below ingest's
   // The next runs to examine: live ones first, else the newest of the history; at most
   // `slice_runs_`.
   std::vector<int64_t> NextSlice() const;
@@ -89,6 +90,7 @@ class DiagnoseWorker {
   std::mutex engine_mu_;
   std::unique_ptr<diagnose::Engine> engine_;
   std::unique_ptr<diagnose::FindingTracker> tracker_;
+  std::set<std::string> reported_;  // rule problems logged since the rules loaded: "ID\nLIMIT"
 };
 
 }  // namespace tw::app

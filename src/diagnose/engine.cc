@@ -26,6 +26,37 @@ std::optional<int64_t> OptInt(store::Stmt& s, int col) {
   return static_cast<int64_t>(std::llround(s.Real(col)));
 }
 
+// Config that names a rule or parameter that does not exist is a typo worth reporting.
+std::vector<std::string> ConfigErrorsFor(const EngineOptions& options, const std::vector<Rule>& all) {
+  std::vector<std::string> errors;
+  for (const auto& id : options.disabled)
+    if (id != kRunVerdictId && std::none_of(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; }))
+      errors.push_back("config: [rules] disabled: no rule has the id '" + id + "'");
+  for (const auto& [id, params] : options.params) {
+    auto found = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; });
+    // run_verdict is no SQL rule, but config may name it like one (it has no parameters).
+    const Rule* rule = found != all.end() ? &*found : id == kRunVerdictId ? &RunVerdictRule() : nullptr;
+    if (!rule) {
+      errors.push_back("config: [rules." + id + "]: no rule has this id");
+      continue;
+    }
+    for (const auto& [name, v] : params)
+      if (std::none_of(rule->params.begin(), rule->params.end(),
+                       [&](const RuleParam& p) { return p.name == name; }))
+        errors.push_back("config: [rules." + id + "]: rule " + id + " has no parameter '" + name + "'");
+  }
+  return errors;
+}
+
+// A rule's failure `st` on `where` ("run 'NAME'", "every run"): a limit it went over (`st`
+// says which and how far it got), or an error.
+RuleError RuleFailure(const Rule& r, RuleLimits::Hit hit, const Status& st, const std::string& where) {
+  if (hit == RuleLimits::Hit::kNone) return {r.id, "", r.origin + ": " + where + ": " + st.message()};
+  return {r.id, hit == RuleLimits::Hit::kTime ? "time" : "memory",
+          r.Where() + ": rule " + r.id + " went over " + st.message() + " on " + where +
+              "; skipped for the rest of this evaluation (the other rules ran)"};
+}
+
 std::string Fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
@@ -34,6 +65,11 @@ std::string Fmt(double v) {
 
 }  // namespace
 
+std::vector<std::string> ConfigErrors(const EngineOptions& options) {
+  std::vector<std::string> unused;  // broken rule files are not the config's mistake
+  return ConfigErrorsFor(options, LoadRules(options.rules_dir, &unused));
+}
+
 struct Engine::Prepared {
   const Rule* rule = nullptr;
   store::Stmt stmt;
@@ -41,6 +77,8 @@ struct Engine::Prepared {
   // Bind index -> value for declared params; run_id/now indexes (0: not used).
   std::vector<std::pair<int, double>> param_binds;
   int run_id_index = 0, now_index = 0;
+  // The limit it went over in the current evaluation (skipped for the rest of it), if any.
+  RuleLimits::Hit over_limit = RuleLimits::Hit::kNone;
 };
 
 Engine::~Engine() = default;
@@ -53,6 +91,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   e->options_ = std::move(options);
   e->patterns_ = EffectiveRolePatterns(e->options_.roles);
   TW_RETURN_IF_ERROR(RegisterSqlFunctions(*e->db_));
+  e->limits_ = std::make_unique<RuleLimits>(e->db_->raw(), e->options_.limits, &e->cancel_);
   TW_RETURN_IF_ERROR(WriteRoleTable(*e->db_, RoleMap{}));  // rules prepare against it
   struct {
     store::Stmt* stmt;
@@ -111,24 +150,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   const std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
   for (const auto& r : all)
     if (!e->options_.disabled.count(r.id)) e->rules_.push_back(r);
-  // Config that names a rule or parameter that does not exist is a typo worth reporting.
-  for (const auto& id : e->options_.disabled)
-    if (id != kRunVerdictId && std::none_of(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; }))
-      e->load_errors_.push_back("config: [rules] disabled: no rule has the id '" + id + "'");
-  for (const auto& [id, params] : e->options_.params) {
-    auto found = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == id; });
-    // run_verdict is no SQL rule, but config may name it like one (it has no parameters).
-    const Rule* rule = found != all.end() ? &*found : id == kRunVerdictId ? &RunVerdictRule() : nullptr;
-    if (!rule) {
-      e->load_errors_.push_back("config: [rules." + id + "]: no rule has this id");
-      continue;
-    }
-    for (const auto& [name, v] : params)
-      if (std::none_of(rule->params.begin(), rule->params.end(),
-                       [&](const RuleParam& p) { return p.name == name; }))
-        e->load_errors_.push_back("config: [rules." + id + "]: rule " + id + " has no parameter '" +
-                                  name + "'");
-  }
+  for (auto& err : ConfigErrorsFor(e->options_, all)) e->load_errors_.push_back(std::move(err));
 
   for (const Rule& r : e->rules_) {
     auto p = std::make_unique<Prepared>();
@@ -259,9 +281,21 @@ Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, E
   if (p.now_index) s.Bind(p.now_index, now);
   for (const auto& [i, v] : p.param_binds) s.Bind(i, v);
   const Rule& r = *p.rule;
+  struct Limited {  // the limits apply while the rule's own statement steps
+    RuleLimits& limits;
+    explicit Limited(RuleLimits& l) : limits(l) { limits.Begin(); }
+    ~Limited() { limits.End(); }
+  } limited{*limits_};
   for (;;) {
     Result<bool> row = s.Step();
-    if (!row.ok()) return cancel_ ? Internal("diagnosis cancelled") : row.status();
+    if (!row.ok()) {
+      if (cancel_) return Internal("diagnosis cancelled");
+      const int rc = sqlite3_errcode(db_->raw());
+      const RuleLimits::Hit hit = limits_->HitBy(rc);
+      if (hit == RuleLimits::Hit::kNone) return row.status();
+      p.over_limit = hit;
+      return Internal(limits_->Describe(hit, rc));
+    }
     if (!*row) break;
     Observation o;
     o.rule = r.id;
@@ -332,6 +366,7 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
     roles[a.run_id].insert(a.role);
     names[a.run_id] = a.run;
   }
+  for (auto& p : prepared_) p->over_limit = RuleLimits::Hit::kNone;
   // A read transaction: every rule of a cycle sees the same snapshot of the store.
   TW_RETURN_IF_ERROR(db_->Exec("BEGIN"));
   for (int64_t run : map->subjects) {
@@ -346,25 +381,33 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
       if (!std::all_of(p->rule->roles.begin(), p->rule->roles.end(),
                        [&](const std::string& r) { return have.count(r); }))
         continue;
+      if (p->over_limit != RuleLimits::Hit::kNone) continue;
       if (Status st = RunRule(*p, run, now, &ev); !st.ok()) {
         if (cancel_) {
           (void)db_->Exec("ROLLBACK");
           return st;
         }
-        ev.errors.push_back(p->rule->origin + ": run " + std::to_string(run) + ": " + st.message());
+        ev.errors.push_back(RuleFailure(*p->rule, p->over_limit, st,
+                                        "run '" + (names.count(run) ? names[run] : RunName(run)) + "'"));
       }
     }
   }
   for (auto& p : prepared_) {
     if (!p->rule->scope_all || !scope_all) continue;
     ev.all_scope_rules.insert(p->rule->id);
-    if (Status st = RunRule(*p, std::nullopt, now, &ev); !st.ok())
-      ev.errors.push_back(p->rule->origin + ": " + st.message());
+    if (Status st = RunRule(*p, std::nullopt, now, &ev); !st.ok()) {
+      if (cancel_) {
+        (void)db_->Exec("ROLLBACK");
+        return st;
+      }
+      ev.errors.push_back(RuleFailure(*p->rule, p->over_limit, st, "every run"));
+    }
   }
   std::map<std::string, const Rule*> by_id;
   for (const auto& r : rules_) by_id[r.id] = &r;
   for (auto& o : ev.observations) {
-    if (Status st = Finish(&o, *by_id[o.rule]); !st.ok()) ev.errors.push_back(o.rule + ": " + st.message());
+    if (Status st = Finish(&o, *by_id[o.rule]); !st.ok())
+      ev.errors.push_back({o.rule, "", by_id[o.rule]->origin + ": " + st.message()});
     if (o.run.empty()) o.run = names.count(o.run_id) ? names[o.run_id] : RunName(o.run_id);
   }
   // Inhibition: a rule listed in another's inhibited_by, firing on the same run, mutes it.

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "base/status.h"
 #include "diagnose/roles.h"
 #include "diagnose/rule.h"
+#include "diagnose/rule_limits.h"
 #include "store/db.h"
 
 namespace tw::diagnose {
@@ -28,8 +30,23 @@ struct EngineOptions {
   std::map<std::string, std::map<std::string, double>> params;
   std::set<std::string> disabled;       // rule ids not to run
   std::vector<RolePattern> roles;       // user role patterns, ahead of the defaults
+  RuleLimitOptions limits;              // what one rule may spend (config [rules])
   bool operator==(const EngineOptions&) const = default;
 };
+
+// The mistakes `options` make about rules, found without a store: a disabled id, a [rules.ID]
+// or a parameter that no rule has. One "config: ..." line each (as Engine::load_errors() has
+// them), empty when there are none. Reads the rules directory.
+std::vector<std::string> ConfigErrors(const EngineOptions& options);
+
+// A rule that failed in an evaluation, or went over a limit (rule_limits.h) and was skipped
+// for the rest of it.
+struct RuleError {
+  std::string rule;     // its id
+  std::string limit;    // "time" or "memory" when it went over one; "" for an error
+  std::string message;  // names the rule's file (and, for a limit, the line its SELECT starts on)
+};
+inline std::ostream& operator<<(std::ostream& out, const RuleError& e) { return out << e.message; }
 
 // One condition a rule saw on one run (and series) in one evaluation.
 struct Observation {
@@ -63,7 +80,7 @@ struct Evaluation {
                                           // scope-all rule fired on without examining it
   std::vector<int64_t> examined;          // subject runs examined by scope-run rules
   std::set<std::string> all_scope_rules;  // rules that examined every run
-  std::vector<std::string> errors;        // rules that failed on some run: "FILE: run X: why"
+  std::vector<RuleError> errors;          // rules that failed on some run, or went over a limit
   std::map<std::string, double> rule_seconds;  // time spent in each rule (rule authors' profile)
 };
 
@@ -83,11 +100,15 @@ class Engine {
   Result<std::vector<int64_t>> ChangedRuns();
 
   // Evaluates the scope-run rules on `runs` (null: every run) and, when `scope_all`, the
-  // scope-all rules on every run, as of `now` (unix seconds).
+  // scope-all rules on every run, as of `now` (unix seconds). A rule that goes over a limit
+  // (options.limits) is stopped, reported in `errors`, and skipped for the rest of this
+  // evaluation (one budget per cycle, not one per run); the other rules run on. The next
+  // evaluation tries it again.
   Result<Evaluation> Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all = true);
 
   // Thread-safe: makes a running Evaluate stop soon (between rules, and inside a statement
-  // through sqlite3_interrupt) and return a kInternal "cancelled" status.
+  // through sqlite3_interrupt and the rule limits' progress handler) and return a kInternal
+  // "cancelled" status. The read transaction is rolled back.
   void Cancel();
 
   // The current role map of `runs` (null: all), for `trainwatch roles`.
@@ -113,6 +134,7 @@ class Engine {
   std::vector<RolePattern> patterns_;
   std::map<int64_t, std::pair<int64_t, int64_t>> last_change_;  // run -> (offsets sum, files)
   std::atomic<bool> cancel_{false};
+  std::unique_ptr<RuleLimits> limits_;  // on db_ (declared after it: removed first)
 };
 
 }  // namespace tw::diagnose

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -74,8 +75,9 @@ Status ParseParam(std::string_view v, RuleParam* p) {
     p->description = std::string(Trim(rest.substr(colon + 1)));
     rest = rest.substr(0, colon);
   }
-  if (!ParseNumber(rest, &p->default_value))
-    return InvalidArgument("parameter " + p->name + ": '" + std::string(Trim(rest)) + "' is not a number");
+  // from_chars reads "nan" and "inf": a threshold that compares false (or true) with everything.
+  if (!ParseNumber(rest, &p->default_value) || !std::isfinite(p->default_value))
+    return InvalidArgument("parameter " + p->name + ": '" + std::string(Trim(rest)) + "' is not a finite number");
   return Status::Ok();
 }
 
@@ -133,7 +135,7 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
       if (value != "run" && value != "all") return fail("scope must be run or all");
       r.scope_all = value == "all";
     } else if (key == "for") {
-      if (!ParseNumber(value, &r.for_seconds) || r.for_seconds < 0)
+      if (!ParseNumber(value, &r.for_seconds) || !std::isfinite(r.for_seconds) || r.for_seconds < 0)
         return fail("for must be a number of seconds >= 0");
     } else if (key == "inhibited_by") {
       r.inhibited_by = SplitList(value);
@@ -149,6 +151,15 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
     }
   }
   if (r.id.empty()) return InvalidArgument(origin + ": the header has no '-- id:' line");
+  // The SELECT starts at the first line that is neither blank nor a comment.
+  std::istringstream body{std::string(text)};
+  for (int n = 1; std::getline(body, line); ++n) {
+    std::string_view l = Trim(line);
+    if (!l.empty() && !l.starts_with("--")) {
+      r.sql_line = n;
+      break;
+    }
+  }
   if (r.title.empty()) r.title = r.id;
   return r;
 }

@@ -49,6 +49,8 @@ struct Rule {
   std::string cause, fix;
   std::string sql;     // the whole file: SQLite skips the header comments
   std::string origin;  // file path, or "builtin:NAME.sql"
+  int sql_line = 1;    // the line its SELECT starts on (messages about the rule name origin:line)
+  std::string Where() const { return origin + ":" + std::to_string(sql_line); }
 };
 
 // Parses one rule file's text. Errors name `origin` and the line.
