@@ -30,16 +30,20 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, mode_t creat
   // A new store is created here with `create_mode` before SQLite would create it 0644 (less
   // the umask): it holds the paths, tags and error reports of every watched logdir. SQLite
   // gives the -wal and -shm files the database file's mode. A store that exists keeps its own.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                        create_mode);
-  if (fd >= 0) {
-    // The umask may have taken the group bit of 0640 away: the mode asked for is the mode.
-    const int rc = ::fchmod(fd, create_mode);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0) return IoError(path + ": cannot set the store's mode: " + std::strerror(err));
-  } else if (errno != EEXIST) {
-    return IoError(path + ": cannot create the store: " + std::strerror(errno));
+  // (Not for SQLite's special names: an in-memory or temporary store has no file.)
+  const bool special = path.empty() || path == ":memory:" || path.starts_with("file:");
+  if (!special) {
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, create_mode);
+    if (fd >= 0) {
+      // The umask may have taken the group bit of 0640 away: the mode asked for is the mode.
+      const int rc = ::fchmod(fd, create_mode);
+      const int err = errno;
+      ::close(fd);
+      if (rc != 0) return IoError(path + ": cannot set the store's mode: " + std::strerror(err));
+    } else if (errno != EEXIST) {
+      return IoError(path + ": cannot create the store: " + std::strerror(errno));
+    }
   }
   Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadWrite);
   if (!db.ok()) return db.status();
