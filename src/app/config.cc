@@ -462,15 +462,17 @@ Result<Config> LoadConfigFile(const std::string& path) {
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
   Section s(path, "store", **store);
-  TW_RETURN_IF_ERROR(s.CheckKeys({"path"}));
+  TW_RETURN_IF_ERROR(s.CheckKeys({"path", "group_readable"}));
   std::string db;
   TW_RETURN_IF_ERROR(s.Get("path", "a string (a file path)", &db));
+  TW_RETURN_IF_ERROR(s.Get("group_readable", "true or false", &c.store_group_readable));
   c.db_path = db.empty() ? DefaultDbPath() : Resolve(base, db);
 
   Result<const toml::table*> watch = table("watch");
   if (!watch.ok()) return watch.status();
   Section w(path, "watch", **watch);
-  TW_RETURN_IF_ERROR(w.CheckKeys({"roots", "rescan_interval_seconds", "inotify"}));
+  TW_RETURN_IF_ERROR(
+      w.CheckKeys({"roots", "rescan_interval_seconds", "inotify", "follow_symlinks_outside_roots"}));
   std::vector<std::string> roots;
   TW_RETURN_IF_ERROR(w.GetStrings("roots", &roots));
   for (const auto& r : roots) c.roots.push_back(Resolve(base, r));
@@ -481,6 +483,8 @@ Result<Config> LoadConfigFile(const std::string& path) {
                            "[watch] rescan_interval_seconds must be between 0.05 and 86400");
   c.rescan_interval_ms = static_cast<int64_t>(rescan * 1000);
   TW_RETURN_IF_ERROR(w.Get("inotify", "true or false", &c.inotify));
+  TW_RETURN_IF_ERROR(w.Get("follow_symlinks_outside_roots", "true or false",
+                           &c.follow_symlinks_outside_roots));
 
   Result<const toml::table*> ingest = table("ingest");
   if (!ingest.ok()) return ingest.status();

@@ -18,8 +18,12 @@ struct Config {
   std::string origin = "(defaults)";    // where it came from, for messages
   std::vector<std::string> roots;       // absolute paths of the watched logdirs
   std::string db_path;                  // the store
+  bool store_group_readable = false;    // a new store is created 0640 instead of 0600
   int64_t rescan_interval_ms = 30000;   // the periodic rescan, the source of truth
   bool inotify = true;                  // off for NFS/CIFS/sshfs, where no events arrive
+  // Read event files whose real path is outside their root (a symlink out of it). Off: anyone
+  // who can write a logdir could have the daemon read any file it can.
+  bool follow_symlinks_outside_roots = false;
   int64_t batch_points = 20000;         // commit at least this often
   int64_t max_bytes_per_turn = 64 << 20;  // per file per turn, so a backfill cannot starve live runs
   bool verbose = false;

@@ -132,6 +132,7 @@ class Daemon {
     ingest::IngestOptions o;
     o.batch_points = c.batch_points;
     o.max_bytes_per_call = c.max_bytes_per_turn;
+    o.follow_symlinks_outside_root = c.follow_symlinks_outside_roots;
     return o;
   }
 
@@ -169,6 +170,7 @@ class Daemon {
       if (added && !first_rescan_)
         log::Debug("rescan: " + std::to_string(added) + " directories were not watched yet");
     }
+    ReportUnreadable(now.unreadable);
     worker_.RetryFailed();
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::steady_clock::now() - t0)
@@ -191,6 +193,20 @@ class Daemon {
                                                        : "on");
     notifier_.Send("STATUS=" + StatusLine());
     ScheduleRescan();
+  }
+
+  // A directory the walk cannot enter hides every event file below it: said once when it
+  // is found (log and `trainwatch status`), once when it can be read again.
+  void ReportUnreadable(const std::vector<std::string>& dirs) {
+    const std::set<std::string> now(dirs.begin(), dirs.end());
+    for (const auto& d : now)
+      if (!unreadable_.count(d))
+        log::Warning(d + ": permission denied; the event files below it are not watched or read");
+    for (const auto& d : unreadable_)
+      if (!now.count(d)) log::Info(d + ": readable again");
+    if (now != unreadable_ || first_rescan_)
+      worker_.SetState("unreadable", Join({now.begin(), now.end()}, "\n"));
+    unreadable_ = now;
   }
 
   void ScheduleRescan() {
@@ -347,6 +363,7 @@ class Daemon {
   std::thread writer_;
   std::unique_ptr<watch::InotifyWatcher> watcher_;
   watch::Snapshot snapshot_;
+  std::set<std::string> unreadable_;  // directories the last rescan could not enter
   size_t files_ = 0;
   bool first_rescan_ = true;
   bool rescan_soon_ = false;
@@ -359,13 +376,17 @@ class Daemon {
 
 int RunDaemon(const DaemonArgs& args) {
   log::SetVerbose(args.verbose);
+  // A file size limit (ulimit -f, systemd's LimitFSIZE=) reached by the store must be a
+  // failed write, reported and retried like a full disk, not a signal that kills the daemon.
+  std::signal(SIGXFSZ, SIG_IGN);
   Result<Config> cfg = BuildConfig(args);
   if (!cfg.ok()) {
     log::Error("configuration error: " + cfg.status().message());
     return kExitConfig;
   }
   log::SetVerbose(cfg->verbose);
-  Result<std::unique_ptr<store::Store>> store = store::Store::Open(cfg->db_path);
+  Result<std::unique_ptr<store::Store>> store =
+      store::Store::Open(cfg->db_path, cfg->store_group_readable ? 0640 : 0600);
   if (!store.ok()) {
     log::Error("cannot open the store: " + store.status().message());
     return store.status().code() == Code::kNotOurs ? kExitConfig : 1;

@@ -89,7 +89,7 @@ void DiagnoseWorker::LowerPriority() {
 void DiagnoseWorker::Loop() {
   LowerPriority();
   using Clock = std::chrono::steady_clock;
-  Clock::time_point last_slice{}, last_all{}, burst_start{};
+  Clock::time_point last_live{}, last_history{}, last_all{}, burst_start{};
   Clock::duration last_cost{};
   int64_t seen_points = -1;
   while (!stop_) {
@@ -152,12 +152,12 @@ void DiagnoseWorker::Loop() {
     const auto gap = live      ? Clock::duration(interval)
                      : reading ? std::max<Clock::duration>(interval, 5 * last_cost)
                                : Clock::duration::zero();
-    const bool due = !slice.empty() && now - last_slice >= gap;
+    const bool due = !slice.empty() && now - (live ? last_live : last_history) >= gap;
     const bool all = now - last_all >= std::chrono::milliseconds(config_.rules_all_interval_ms);
     if (!due && !all) continue;
     if (!due) slice.clear();
     if (all) last_all = now;
-    last_slice = now;
+    if (due) (live ? last_live : last_history) = now;
     const bool ok = Examine(slice, all);
     for (int64_t run : slice) todo_.erase(run);  // a failed run is retried when it changes
     const auto cost = Clock::now() - now;

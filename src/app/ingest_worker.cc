@@ -70,6 +70,32 @@ void IngestWorker::Beat() {
                                .count();
 }
 
+namespace {
+// What a store failure is, for telling one condition from the next: its code and the OS's or
+// SQLite's reason ("database or disk is full"), without the statement or file it hit.
+std::string Condition(const Status& st) {
+  const std::string& m = st.message();
+  const size_t colon = m.rfind(": ");
+  return std::string(CodeName(st.code())) + ": " +
+         (colon == std::string::npos ? m : m.substr(colon + 2));
+}
+}  // namespace
+
+void IngestWorker::StoreFailed(const Status& st, const std::string& doing) {
+  counters_.store_failures++;
+  const std::string condition = Condition(st);
+  if (condition == store_condition_) return;  // said already
+  log::Error("store: " + st.message() + " (" + doing +
+             "); files are retried at every rescan until writes work again");
+  store_condition_ = condition;
+}
+
+void IngestWorker::StoreWorked() {
+  if (store_condition_.empty()) return;
+  log::Notice("store: writes work again; files that could not be stored are being read");
+  store_condition_.clear();
+}
+
 void IngestWorker::FlushState() {
   std::map<std::string, std::string> state;
   {
@@ -83,10 +109,12 @@ void IngestWorker::FlushState() {
   if (st.ok()) st = store_->Commit();
   if (!st.ok()) {
     store_->Rollback();
-    log::Warning("store: cannot record daemon state: " + st.message());
+    StoreFailed(st, "while recording the daemon's state");
     std::lock_guard lock(mu_);
     for (auto& [k, v] : state) pending_state_.try_emplace(k, v);  // newer values win
+    return;
   }
+  StoreWorked();
 }
 
 void IngestWorker::Run() {
@@ -123,9 +151,7 @@ void IngestWorker::Run() {
     bool more = false;
     Status st = Process(*item, &more);
     if (!st.ok()) {
-      counters_.store_failures++;
-      log::Error("store: " + st.message() + " (while reading " + path +
-                 "); will retry at the next rescan");
+      StoreFailed(st, "while reading " + path);
       // The RunState may hold steps of points that were rolled back: reload it next time.
       runs_.erase(dir);
       std::lock_guard lock(mu_);
@@ -161,7 +187,7 @@ ingest::RunState* IngestWorker::RunFor(const std::string& dir, const std::string
       *error = run_id.status();
       return nullptr;
     }
-    auto state = std::make_unique<ingest::RunState>(*store_, *run_id);
+    auto state = std::make_unique<ingest::RunState>(*store_, *run_id, root);
     if (Status st = state->Load(); !st.ok()) {
       *error = st;
       return nullptr;
@@ -213,6 +239,7 @@ Status IngestWorker::Process(const WorkQueue::Item& item, bool* more) {
   // Every commit shows life: a long turn is not a hang.
   TW_RETURN_IF_ERROR(
       ingester_.IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
+  if (totals.files_read > 0 || totals.errors > 0) StoreWorked();  // it committed
   if (item.lane == Lane::kLive && totals.files_read > 0) {
     std::lock_guard lock(mu_);
     live_runs_.push_back(run->run_id());

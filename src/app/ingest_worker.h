@@ -53,6 +53,10 @@ class IngestWorker {
 
  private:
   Status Process(const WorkQueue::Item& item, bool* more);
+  // Store failures are logged once per condition: when one starts, when it changes, and
+  // when writes work again; not once per file per rescan while a disk stays full.
+  void StoreFailed(const Status& st, const std::string& doing);
+  void StoreWorked();
   Status MarkGone(const std::string& path);
   void FlushState();
   void Beat();
@@ -80,6 +84,7 @@ class IngestWorker {
   std::unordered_map<std::string, std::string> backlog_;
   std::atomic<bool> stop_{false};
   Counters counters_;
+  std::string store_condition_;  // the store failure in force ("" when writes work)
 
   std::mutex mu_;  // guards the members below, shared with other threads
   std::vector<std::string> roots_;

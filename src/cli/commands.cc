@@ -28,7 +28,12 @@ options:
   --db FILE         the store (required)
   --batch N         commit at least every N points (default 20000)
   --quiet           no progress bar and no summary
+  --follow-symlinks-outside
+                    also read event files whose real path is outside the PATH they were
+                    found under (a symlink out of it); by default they are refused
   --help            this text
+
+The store is created 0600. A FIFO, device or directory named like an event file is not read.
 
 exit status: 0 when anything could be read (problems inside files are reported, not fatal),
 1 when nothing could be read or the store failed, 2 on a usage error.
@@ -110,12 +115,13 @@ void PrintIngestSummary(store::Store& store, const ingest::Summary& s, double se
 }  // namespace
 
 int CmdIngest(const Args& args) {
-  Flags f(args, {"db", "batch"}, {"quiet", "help"});
+  Flags f(args, {"db", "batch"}, {"quiet", "follow-symlinks-outside", "help"});
   if (f.Has("help")) return Usage(kIngestHelp);
   if (!f.error().empty()) return Usage(kIngestHelp, f.error());
   if (!f.Has("db")) return Usage(kIngestHelp, "ingest needs --db FILE");
   if (f.positionals().empty()) return Usage(kIngestHelp, "ingest needs at least one PATH");
   ingest::IngestOptions options;
+  options.follow_symlinks_outside_root = f.Has("follow-symlinks-outside");
   if (auto b = f.Get("batch")) {
     try {
       options.batch_points = std::stoll(*b);

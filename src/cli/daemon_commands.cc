@@ -165,6 +165,11 @@ int CmdStatus(const Args& args) {
     std::string root;
     for (bool first = true; std::getline(roots, root); first = false)
       std::cout << (first ? "" : ",") << JsonQuote(root);
+    std::cout << "],\"unreadable\":[";
+    std::istringstream unreadable(state("unreadable"));
+    std::string dir;
+    for (bool first = true; std::getline(unreadable, dir); first = false)
+      std::cout << (first ? "" : ",") << JsonQuote(dir);
     std::cout << "],\"inotify\":" << JsonQuote(state("inotify"))
               << ",\"last_rescan\":" << (state("last_rescan").empty() ? "null" : state("last_rescan"))
               << ",\"runs\":" << r->runs << ",\"series\":" << r->series
@@ -190,6 +195,9 @@ int CmdStatus(const Args& args) {
   if (!state("config").empty()) std::cout << "config:      " << state("config") << "\n";
   std::istringstream roots(state("roots"));
   for (std::string root; std::getline(roots, root);) std::cout << "root:        " << root << "\n";
+  std::istringstream unreadable(state("unreadable"));
+  for (std::string dir; std::getline(unreadable, dir);)
+    std::cout << "unreadable:  " << dir << " (permission denied; the event files below it are not read)\n";
   if (!state("inotify").empty()) std::cout << "inotify:     " << state("inotify") << "\n";
   std::cout << "last rescan: " << Ago(state("last_rescan")) << "\n";
   std::cout << "runs:        " << r->runs << " (" << r->series << " series, "

@@ -1,6 +1,8 @@
 #include "ingest/discover.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -30,6 +32,11 @@ bool IsEventFileName(std::string_view name) {
   return name.find("tfevents") != std::string_view::npos && !name.ends_with(".profile-empty");
 }
 
+bool CanEnter(const std::string& dir) {
+  // AT_EACCESS: the daemon's effective ids are what its opendir(3) is judged by.
+  return ::faccessat(AT_FDCWD, dir.c_str(), R_OK | X_OK, AT_EACCESS) == 0;
+}
+
 Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
                                                 std::vector<std::string>* warnings) {
   std::error_code ec;
@@ -49,9 +56,17 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
       continue;
     }
     std::error_code fec;
-    if (!it->is_regular_file(fec)) continue;
     const fs::path& p = it->path();
+    if (it->is_directory(fec) && !it->is_symlink(fec) && !CanEnter(p.native())) {
+      if (warnings) warnings->push_back(p.native() + ": permission denied; the event files below it are not read");
+      continue;
+    }
     if (!IsEventFileName(p.filename().native())) continue;
+    if (!it->is_regular_file(fec)) {
+      if (warnings && !it->is_directory(fec) && it->exists(fec))
+        warnings->push_back(p.native() + ": named like an event file but not a regular file; not read");
+      continue;
+    }
     fs::path rel = fs::path(RunDirOf(p.native())).lexically_relative(root);
     Found f{rel.empty() ? "." : rel.native(), p.native(), it->is_symlink(fec)};
     // W&B's sync_tensorboard links (or copies) event files into the run's files/: the same

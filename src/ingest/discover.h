@@ -29,8 +29,14 @@ bool IsWandbJsonl(std::string_view path);
 // old SDKs wrote into the run's files/ folder.
 std::string RunDirOf(const std::string& path);
 
-// Walks `root` (absolute, canonical) recursively. Unreadable subdirectories are skipped
-// and reported in `warnings`; symlinked directories are not followed (no loops).
+// Whether a walk can enter directory `dir` (list it and reach what is inside). Walks skip
+// the directories they cannot enter (skip_permission_denied) and name them through this,
+// so that no subtree of a root is left out silently.
+bool CanEnter(const std::string& dir);
+
+// Walks `root` (absolute, canonical) recursively. Unreadable subdirectories are skipped and
+// reported in `warnings`, as are paths named like event files that are not regular files (a
+// FIFO); symlinked directories are not followed (no loops).
 Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
                                                 std::vector<std::string>* warnings);
 

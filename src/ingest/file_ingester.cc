@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-
+#include <optional>
 #include <type_traits>
 
+#include "base/crc32c.h"
+#include "base/file_io.h"
 #include "ingest/batch.h"
 #include "tfrecord/reader.h"
 #include "wandb/jsonl_reader.h"
@@ -35,14 +38,24 @@ void Totals::Add(const Totals& o) {
   restarts += o.restarts;
 }
 
+namespace {
+constexpr size_t kHeadBytes = 64;
+constexpr size_t kTailBytes = 4096;
+
+// CRC-32C of the up to kTailBytes before `offset`; none when they cannot be read.
+std::optional<int64_t> TailCrc(int fd, int64_t offset) {
+  if (fd < 0 || offset <= 0) return std::nullopt;
+  const auto n = static_cast<size_t>(std::min<int64_t>(offset, kTailBytes));
+  std::string tail(n, '\0');
+  Result<size_t> got = ReadAt(fd, "", tail.data(), n, static_cast<uint64_t>(offset) - n);
+  if (!got.ok() || *got != n) return std::nullopt;
+  return crc32c::Value(tail.data(), n);
+}
+}  // namespace
+
 std::string ReadFileHead(const std::string& path) {
-  std::string head(64, '\0');
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
-  ::close(fd);
-  head.resize(n > 0 ? static_cast<size_t>(n) : 0);
-  return head;
+  Result<InputFile> f = InputFile::Open(path);
+  return f.ok() ? f->Head(kHeadBytes) : std::string();
 }
 
 
@@ -146,16 +159,40 @@ Status RunState::Load() {
 Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* totals,
                                 const ProgressFn& progress, bool* more) {
   if (more) *more = false;
+  // Opened once (never blocking), checked, and that descriptor read: a path swapped for a
+  // FIFO or a symlink after a check cannot slip past it.
+  Result<InputFile> file = InputFile::Open(path);
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::Ok();  // deleted since it was listed
+  if (file.ok()) {
+    st = file->stat();
+    if (!run.root().empty() && !options_.follow_symlinks_outside_root) {
+      Result<std::string> real = file->RealPath(path);
+      if (!real.ok() || !IsWithin(*real, run.root()))
+        return Refuse(run, path, "outside_root",
+                      "resolves to " + (real.ok() ? *real : std::string("an unknown path")) +
+                          ", outside the root " + run.root() +
+                          "; not read (set [watch] follow_symlinks_outside_roots to read it)",
+                      totals);
+    }
+  } else if (file.status().code() == Code::kNotFound) {
+    return Status::Ok();  // deleted since it was listed
+  } else if (file.status().code() == Code::kInvalidArgument) {
+    struct stat what {};
+    ::stat(path.c_str(), &what);
+    return Refuse(run, path, "not_regular_file",
+                  std::string("it is ") + FileTypeName(what.st_mode) +
+                      ", not a regular file; not read",
+                  totals);
+  } else if (::stat(path.c_str(), &st) != 0) {  // unreadable: the reader says open_failed
+    if (errno == ENOENT) return Status::Ok();
     return IoError(path + ": cannot stat: " + std::strerror(errno));
   }
   Result<std::optional<store::SourceRow>> found = store_.FindSource(path);
   if (!found.ok()) return found.status();
 
   Batch b;
-  const std::string head = ReadFileHead(path);
+  b.fd = file.ok() ? file->fd() : -1;
+  const std::string head = file.ok() ? file->Head(kHeadBytes) : std::string();
   const auto size = static_cast<int64_t>(st.st_size);
   const auto dev = static_cast<int64_t>(st.st_dev);
   const auto ino = static_cast<int64_t>(st.st_ino);
@@ -180,14 +217,28 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     }
   }
   bool new_generation = false;
+  std::string replaced_why = "file shrank or was replaced";
   if (*found) {
     b.source = **found;
     const bool same_file = b.source.dev == dev && b.source.ino == ino &&
                            size >= b.source.committed_offset &&
                            SameFileHead(b.source.head, head);
     if (same_file && b.source.status == "rejected") {
-      if (size == b.source.size_seen && !moved) return Status::Ok();  // reported once already
-      new_generation = true;  // rewritten since (git lfs pull, say): read it from the start
+      // Reported once already. A file that grew keeping its head (a text file appended to)
+      // is still the file that was rejected: reading it again would report it again at
+      // every append. One rewritten since (git lfs pull, say) has a new head or inode. A
+      // path refused unread (Refuse: no head) and now readable is read.
+      const bool refused_unread = b.source.head.empty() && !head.empty();
+      if (!moved && !refused_unread) return Status::Ok();
+      new_generation = true;
+      if (refused_unread) replaced_why = "refused before and readable now";
+    } else if (same_file && b.source.tail_crc &&
+               TailCrc(b.fd, b.source.committed_offset).value_or(*b.source.tail_crc) !=
+                   *b.source.tail_crc) {
+      // Rewritten in place, keeping its first bytes and at least its old length: the bytes
+      // before the offset are not the ones read. Reading on would mix two versions.
+      new_generation = true;
+      replaced_why = "rewritten in place (the bytes before its committed offset changed)";
     } else if (same_file) {
       if (size == b.source.committed_offset && !b.source.resyncing &&
           b.source.status == "active" && !moved)
@@ -230,7 +281,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
       if (s.ok())
         s = store_.InsertRunEvent(run.run_id(), b.source.source_id, b.source.committed_offset,
                                   "file_replaced", std::nullopt, 0,
-                                  "file shrank or was replaced; read again from offset 0");
+                                  replaced_why + "; read again from offset 0");
       if (!s.ok()) return fail(s);
     }
     Result<int64_t> id = store_.AddSource(fresh);
@@ -252,6 +303,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   if (IsWandbJsonl(path)) {
     wandb::jsonl::LineReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
                                     {scan.resyncing, scan.resync_from});
+    if (file.ok()) reader.Adopt(file->Dup());
     TW_RETURN_IF_ERROR(ReadRecords(run, b, reader, path, size, head, totals, progress, more));
     // The run's config.yaml and wandb-summary.json are rewritten whole, not appended to:
     // read whenever the history grows.
@@ -260,10 +312,63 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   if (IsWandbLog(path)) {
     wandb::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
                              {scan.resyncing, scan.resync_from});
+    if (file.ok()) reader.Adopt(file->Dup());
     return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
   }
   tfrecord::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset), scan);
+  if (file.ok()) reader.Adopt(file->Dup());
   return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
+}
+
+Status FileIngester::Refuse(RunState& run, const std::string& path, std::string_view kind,
+                            const std::string& detail, Totals* totals) {
+  // The identity of what is there (a FIFO, a symlink's target); stat(2) does not open it.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::Ok();  // gone already
+  Result<std::optional<store::SourceRow>> found = store_.FindSource(path);
+  if (!found.ok()) return found.status();
+  if (*found && (*found)->status == "rejected" && (*found)->dev == static_cast<int64_t>(st.st_dev) &&
+      (*found)->ino == static_cast<int64_t>(st.st_ino))
+    return Status::Ok();  // reported once already
+  TW_RETURN_IF_ERROR(store_.Begin());
+  Status s;
+  if (*found && ((*found)->status == "active" || (*found)->status == "rejected")) {
+    // The file read until now is no longer at the path: its points stay, as a deleted file's.
+    // (What was rejected there before is an older generation.)
+    store::SourceRow old = **found;
+    old.status = old.status == "active" ? "gone" : "replaced";
+    s = store_.UpdateSource(old);
+    if (s.ok() && old.status == "gone")
+      s = store_.InsertRunEvent(old.run_id, old.source_id, old.committed_offset, "file_gone",
+                                std::nullopt, 0, "something that is not read took its place");
+  }
+  // A rejected row, so that `status` counts it and the next sight of the same thing is
+  // silent. Its head stays empty: not a byte of it was read.
+  store::SourceRow row;
+  row.run_id = run.run_id();
+  row.path = path;
+  row.generation = *found ? (*found)->generation + 1 : 0;
+  row.dev = static_cast<int64_t>(st.st_dev);
+  row.ino = static_cast<int64_t>(st.st_ino);
+  Result<int64_t> id = s.ok() ? store_.AddSource(row) : Result<int64_t>(s);
+  if (id.ok()) {
+    row.source_id = *id;
+    row.status = "rejected";
+    row.size_seen = static_cast<int64_t>(st.st_size);
+    row.error_count = 1;
+    s = store_.UpdateSource(row);
+    if (s.ok()) s = store_.InsertError(row.source_id, path, 0, 0, kind, detail);
+  } else {
+    s = id.status();
+  }
+  if (s.ok()) s = store_.Commit();
+  if (!s.ok()) {
+    store_.Rollback();
+    return s;
+  }
+  totals->errors++;
+  totals->files_rejected++;
+  return Status::Ok();
 }
 
 namespace {
@@ -303,6 +408,7 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
     b.source.resync_from = static_cast<int64_t>(reader.state().resync_from);
     b.source.size_seen = std::max<int64_t>(size, b.source.committed_offset);
     if (head.size() > b.source.head.size()) b.source.head = head;  // the file has grown
+    b.source.tail_crc = TailCrc(b.fd, b.source.committed_offset);
   };
   auto commit = [&]() -> Status {
     sync_source();

@@ -23,6 +23,7 @@ namespace tw::ingest {
 
 // A file's first bytes (up to 64; fewer if it is shorter, none if unreadable). With the device
 // and inode they identify it: the first record of an event file holds its writer's wall time.
+// Opened with InputFile: a FIFO or anything else not a regular file has no head.
 std::string ReadFileHead(const std::string& path);
 // Whether a file whose first bytes are `now` can be the one recorded with `known`: one is a
 // prefix of the other (a file grows; a row from before heads were kept has none).
@@ -51,6 +52,10 @@ struct IngestOptions {
   int64_t max_bytes_per_call = 0;
   // Checked at every commit point: when set, stop early (what was read is committed).
   const std::atomic<bool>* stop = nullptr;
+  // A file whose real path (symlinks resolved) is outside its run's root is refused unless
+  // this is set ([watch] follow_symlinks_outside_roots): whoever can write a logdir could
+  // otherwise have the daemon read any file it can (a symlink to a private file).
+  bool follow_symlinks_outside_root = false;
 };
 
 // Called with (bytes consumed so far in this file) after each commit.
@@ -58,9 +63,13 @@ using ProgressFn = std::function<void(int64_t bytes)>;
 
 class RunState {
  public:
-  RunState(store::Store& store, int64_t run_id) : store_(store), run_id_(run_id) {}
+  // `root`: the (canonical) root the run was found under; files that resolve outside it are
+  // refused (IngestOptions::follow_symlinks_outside_root). Empty: no such check.
+  RunState(store::Store& store, int64_t run_id, std::string root = {})
+      : store_(store), run_id_(run_id), root_(std::move(root)) {}
   Status Load();  // series, plugins and live max steps from the store
   int64_t run_id() const { return run_id_; }
+  const std::string& root() const { return root_; }
 
  private:
   friend class FileIngester;
@@ -89,6 +98,7 @@ class RunState {
   };
   store::Store& store_;
   int64_t run_id_;
+  std::string root_;
   std::unordered_map<std::string, Tag, Hash, std::equal_to<>> tags_;
   int64_t starts_ = 0;
   // W&B: the latest history row's _step (system metrics, which have none, are stored at it),
@@ -105,7 +115,9 @@ class FileIngester {
 
   // Reads whatever `path` holds beyond its committed offset. Problems in the file are
   // recorded (ingest_errors) and counted, not returned; a non-ok Status means the store
-  // failed (disk full, I/O) and nothing of this call's open batch was committed.
+  // failed (disk full, I/O) and nothing of this call's open batch was committed. A path that
+  // is not a regular file, or resolves outside the run's root, is refused without a byte of
+  // it read, and reported once (until something else is put at the path).
   // `*more` (if given) says whether the file has bytes left that this call did not read
   // (max_bytes_per_call or stop).
   Status IngestFile(RunState& run, const std::string& path, Totals* totals,
@@ -117,6 +129,8 @@ class FileIngester {
   Status ReadRecords(RunState& run, Batch& b, Reader& reader, const std::string& path,
                      int64_t size, const std::string& head, Totals* totals,
                      const ProgressFn& progress, bool* more);
+  Status Refuse(RunState& run, const std::string& path, std::string_view kind,
+                const std::string& detail, Totals* totals);
   Status ProcessRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
   Status ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v, int vidx,
                       int64_t offset);

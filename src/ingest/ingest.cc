@@ -60,7 +60,7 @@ Status IngestPaths(store::Store& store, const std::vector<std::string>& paths,
   for (const auto& j : jobs) {
     Result<int64_t> run_id = ResolveRun(store, j.root, j.run.name, j.run.files);
     if (!run_id.ok()) return run_id.status();
-    RunState run(store, *run_id);
+    RunState run(store, *run_id, j.root);
     TW_RETURN_IF_ERROR(run.Load());
     summary->runs++;
     for (const auto& f : j.run.files) {

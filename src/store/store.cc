@@ -1,8 +1,12 @@
 #include "store/store.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 
 #include "base/clock.h"
@@ -22,7 +26,25 @@ struct Store::Statements {
   Stmt set_config, del_config, set_summary, del_summary, upsert_hparam;
 };
 
-Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, mode_t create_mode) {
+  // A new store is created here with `create_mode` before SQLite would create it 0644 (less
+  // the umask): it holds the paths, tags and error reports of every watched logdir. SQLite
+  // gives the -wal and -shm files the database file's mode. A store that exists keeps its own.
+  // (Not for SQLite's special names: an in-memory or temporary store has no file.)
+  const bool special = path.empty() || path == ":memory:" || path.starts_with("file:");
+  if (!special) {
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, create_mode);
+    if (fd >= 0) {
+      // The umask may have taken the group bit of 0640 away: the mode asked for is the mode.
+      const int rc = ::fchmod(fd, create_mode);
+      const int err = errno;
+      ::close(fd);
+      if (rc != 0) return IoError(path + ": cannot set the store's mode: " + std::strerror(err));
+    } else if (errno != EEXIST) {
+      return IoError(path + ": cannot create the store: " + std::strerror(errno));
+    }
+  }
   Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadWrite);
   if (!db.ok()) return db.status();
   Db& d = **db;
@@ -67,7 +89,7 @@ Status Store::PrepareAll() {
       {&st_->update_source,
        "UPDATE sources SET size_seen = ?2, committed_offset = ?3, resyncing = ?4, "
        "resync_from = ?5, status = ?6, records = ?7, error_count = ?8, last_read = ?9, "
-       "head = ?10, last_record_num = ?11 WHERE source_id = ?1"},
+       "head = ?10, last_record_num = ?11, tail_crc = ?12 WHERE source_id = ?1"},
       {&st_->insert_error,
        "INSERT INTO ingest_errors(source_id, path, offset, length, kind, detail, time) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
@@ -181,7 +203,8 @@ Result<int64_t> Store::CountStarts(int64_t run_id) {
 namespace {
 constexpr const char* kSourceColumns =
     "SELECT source_id, run_id, path, generation, dev, ino, size_seen, committed_offset, "
-    "resyncing, resync_from, status, records, error_count, head, last_record_num FROM sources ";
+    "resyncing, resync_from, status, records, error_count, head, last_record_num, "
+    "tail_crc FROM sources ";
 
 Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
   Result<bool> row = s.Step();
@@ -203,6 +226,7 @@ Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
   r.error_count = s.Int(12);
   r.head = s.Text(13);
   r.last_record_num = s.Int(14);
+  if (!s.IsNull(15)) r.tail_crc = s.Int(15);
   return std::optional<SourceRow>(std::move(r));
 }
 }  // namespace
@@ -284,7 +308,7 @@ Result<int64_t> Store::AddSource(const SourceRow& r) {
 }
 
 Status Store::UpdateSource(const SourceRow& r) {
-  return st_->update_source.Bind(1, r.source_id)
+  st_->update_source.Bind(1, r.source_id)
       .Bind(2, r.size_seen)
       .Bind(3, r.committed_offset)
       .Bind(4, int64_t{r.resyncing})
@@ -294,8 +318,12 @@ Status Store::UpdateSource(const SourceRow& r) {
       .Bind(8, r.error_count)
       .Bind(9, UnixNow())
       .BindBlob(10, r.head.data(), r.head.size())
-      .Bind(11, r.last_record_num)
-      .Run();
+      .Bind(11, r.last_record_num);
+  if (r.tail_crc)
+    st_->update_source.Bind(12, *r.tail_crc);
+  else
+    st_->update_source.BindNull(12);
+  return st_->update_source.Run();
 }
 
 Status Store::InsertScalar(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,

@@ -5,6 +5,8 @@
 // ingest never loses or doubles a point.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,6 +35,9 @@ struct SourceRow {
   int64_t error_count = 0;
   std::string head;  // the file's first bytes (up to 64) when last read: its identity
   int64_t last_record_num = 0;  // W&B: Record.num of the last record read (gaps are lost data)
+  // CRC-32C of the last bytes (up to 4 KiB) before committed_offset, committed with it: the
+  // file still holds them when reading resumes, or it was rewritten in place. None: unknown.
+  std::optional<int64_t> tail_crc;
 };
 
 struct SeriesRow {
@@ -68,8 +73,9 @@ ValueClass ClassOf(double v);
 
 class Store {
  public:
-  // Opens (creating if needed) and migrates a store for writing.
-  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // Opens (creating if needed, with `create_mode`: 0600, or 0640 for a group of readers) and
+  // migrates a store for writing. An existing store keeps its mode.
+  static Result<std::unique_ptr<Store>> Open(const std::string& path, mode_t create_mode = 0600);
   ~Store();
 
   Db& db() { return *db_; }

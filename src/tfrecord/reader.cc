@@ -39,12 +39,6 @@ bool LooksLikeText(std::string_view head) {
   });
 }
 
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '.';
-  return out;
-}
-
 }  // namespace
 
 const char* ProblemKindName(ProblemKind kind) {
@@ -80,15 +74,17 @@ Scanner::Step Scanner::Next() {
   const uint64_t len = LoadU64(h);
   if (crc32c::Mask(crc32c::Value(h, 8)) != LoadU32(h + 8)) {
     if (base_ + pos_ == 0 && LooksLikeText(std::string_view(h, kHeaderSize))) {
-      std::string head = Printable(w_.substr(0, std::min<size_t>(w_.size(), 40)));
+      const std::string_view head = w_.substr(0, std::min<size_t>(w_.size(), 40));
       // A short window may hold only part of the signature: a prefix of it counts.
       constexpr std::string_view kLfs = "version https://git-lfs";
       const bool lfs = head.size() >= kLfs.size() ? head.starts_with(kLfs) : kLfs.starts_with(head);
+      // Said in words, never quoted: the bytes may be anyone's (a symlink to a private file),
+      // and whoever can read the store must not read them there.
       std::string what =
           lfs ? "a Git LFS pointer (run `git lfs pull` where it was cloned)" : "text";
       state_.rejected = true;
       problem_ = Problem{ProblemKind::kNotTfRecord, 0, 0,
-                         "not a TFRecord file: it starts with \"" + head + "\", which is " + what};
+                         "not a TFRecord file: it starts with " + what + ", not a record header"};
       pos_ = w_.size();
       return Step::kProblem;
     }
@@ -154,9 +150,16 @@ FileReader::~FileReader() {
 }
 
 Status FileReader::Open() {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) status_ = IoError(path_ + ": cannot open: " + std::strerror(errno));
+  if (fd_ >= 0) return status_;  // Adopt()ed
+  Result<InputFile> f = InputFile::Open(path_);
+  if (!f.ok()) return status_ = f.status();
+  fd_ = f->Release();
   return status_;
+}
+
+void FileReader::Adopt(InputFile file) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = file.Release();
 }
 
 bool FileReader::Refill(uint64_t needed) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/file_io.h"
 #include "base/status.h"
 
 namespace tw::tfrecord {
@@ -108,6 +109,9 @@ class FileReader {
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;
 
+  // Reads `file` (already opened and checked by the caller) instead of opening the path
+  // again: what was checked is what is read. Open() must still be called.
+  void Adopt(InputFile file);
   Status Open();
   // kEnd: all complete records up to the end of the file have been returned; position()
   // is where the next read must start (a partial record's first byte, or the end).

@@ -25,9 +25,16 @@ LineReader::~LineReader() {
 }
 
 Status LineReader::Open() {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) status_ = IoError(path_ + ": cannot open: " + std::strerror(errno));
+  if (fd_ >= 0) return status_;  // Adopt()ed
+  Result<InputFile> f = InputFile::Open(path_);
+  if (!f.ok()) return status_ = f.status();
+  fd_ = f->Release();
   return status_;
+}
+
+void LineReader::Adopt(InputFile file) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = file.Release();
 }
 
 bool LineReader::Fill() {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/file_io.h"
 #include "base/status.h"
 
 namespace tw::wandb::jsonl {
@@ -44,6 +45,9 @@ class LineReader {
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
+  // Reads `file` (already opened and checked by the caller) instead of opening the path
+  // again: what was checked is what is read. Open() must still be called.
+  void Adopt(InputFile file);
   Status Open();
   // kRecord: record() is one line without its newline (empty lines are skipped).
   Step Next();

@@ -1,9 +1,9 @@
 #include "wandb/legacy_files.h"
 
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
+#include "base/file_io.h"
 #include "base/json.h"
 #include "decode/wandb_value.h"
 
@@ -56,12 +56,16 @@ std::string ToJson(const decode::JsonNode& n) {
   return "null";
 }
 
+// The whole file, "" if it is not there, not a regular file (a FIFO would block an
+// ifstream forever) or larger than a side file ever is.
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  constexpr uint64_t kMaxSideFile = 64 << 20;
+  Result<InputFile> f = InputFile::Open(path);
+  if (!f.ok() || static_cast<uint64_t>(f->stat().st_size) > kMaxSideFile) return {};
+  std::string text(static_cast<size_t>(f->stat().st_size), '\0');
+  Result<size_t> n = ReadAt(f->fd(), path, text.data(), text.size(), 0);
+  text.resize(n.ok() ? *n : 0);
+  return text;
 }
 
 }  // namespace

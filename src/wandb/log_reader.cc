@@ -298,9 +298,17 @@ FileReader::~FileReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+void FileReader::Adopt(InputFile file) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = file.Release();
+}
+
 Status FileReader::Open() {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) return status_ = IoError(path_ + ": cannot open: " + std::strerror(errno));
+  if (fd_ < 0) {  // not Adopt()ed
+    Result<InputFile> f = InputFile::Open(path_);
+    if (!f.ok()) return status_ = f.status();
+    fd_ = f->Release();
+  }
   Result<uint64_t> size = FileSize(fd_, path_);
   if (!size.ok()) return status_ = size.status();
   size_ = *size;

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/file_io.h"
 #include "base/status.h"
 
 namespace tw::wandb {
@@ -139,8 +140,12 @@ class FileReader {
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;
 
-  // Opens the file, checks its header and finds its block origin when it can be known.
-  // An unreadable file is an error; a foreign one is reported by the first Next().
+  // Reads `file` (already opened and checked by the caller) instead of opening the path
+  // again: what was checked is what is read. Open() must still be called.
+  void Adopt(InputFile file);
+  // Opens the file (InputFile: never blocks, regular files only), checks its header and
+  // finds its block origin when it can be known. An unreadable file is an error; a foreign
+  // one is reported by the first Next().
   Status Open();
   // kEnd: every complete record has been returned; position() is where the next read must
   // start. I/O errors end the read too: check status().

@@ -17,16 +17,23 @@ Snapshot Walk(const std::vector<std::string>& roots) {
     std::error_code ec;
     if (!fs::is_directory(root, ec)) continue;
     snap.dirs.push_back(root);
+    if (!ingest::CanEnter(root)) {
+      snap.unreadable.push_back(root);
+      continue;
+    }
     fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
     for (const fs::recursive_directory_iterator end; !ec && it != end; it.increment(ec)) {
       std::error_code e2;
       if (it->is_directory(e2) && !it->is_symlink(e2)) {
         snap.dirs.push_back(it->path().native());
+        if (!ingest::CanEnter(it->path().native())) snap.unreadable.push_back(it->path().native());
         continue;
       }
       if (!ingest::IsEventFileName(it->path().filename().native())) continue;
+      // Not only regular files: a FIFO named like an event file is posted too (once, as
+      // anything new is), for the ingester to refuse it with one report.
       struct stat st;
-      if (::stat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (::stat(it->path().c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
       snap.files[it->path().native()] =
           FileStat{st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
                    static_cast<int64_t>(st.st_dev), static_cast<int64_t>(st.st_ino)};

@@ -20,9 +20,11 @@ struct FileStat {
 struct Snapshot {
   std::unordered_map<std::string, FileStat> files;  // event files by absolute path
   std::vector<std::string> dirs;                    // every directory under the roots
+  std::vector<std::string> unreadable;              // directories the walk could not enter
 };
 
-// Walks each root (not following symlinked directories). Unreadable directories are skipped.
+// Walks each root (not following symlinked directories). Directories it cannot enter
+// (permission denied) are skipped and listed in `unreadable`.
 Snapshot Walk(const std::vector<std::string>& roots);
 
 // Paths that are new, changed or gone between `before` and `after`, sorted.
