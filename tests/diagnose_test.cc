@@ -747,5 +747,41 @@ TEST(FindingTrackerTest, PendingFiringResolvedAndMuted) {
   EXPECT_EQ(q->Int(0), 4);
 }
 
+// A rule that did not look (it failed, went over a limit, is benched) resolves nothing: its
+// finding stays firing however many evaluations skip it, and resolves once it looks again.
+TEST(FindingTrackerTest, ARuleThatDidNotLookResolvesNothing) {
+  testing::TempDir dir;
+  const std::string db = dir / "tw.db";
+  {
+    Result<std::unique_ptr<store::Store>> s = store::Store::Open(db);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->db().Exec("INSERT INTO runs(run_id, root, name, first_seen) VALUES (1, '/r', 'a', 0)").ok());
+  }
+  Result<std::unique_ptr<FindingTracker>> t = FindingTracker::Open(db, 2);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto apply = [&](bool seen, bool looked) {
+    Evaluation ev;
+    if (seen) {
+      Observation o;
+      o.rule = "loss_spikes";
+      o.run_id = 1;
+      o.run = "a";
+      o.message = "spikes";
+      ev.observations.push_back(o);
+    }
+    if (!looked) ev.incomplete_rules.insert("loss_spikes");
+    ev.examined = {1};
+    Result<std::vector<Transition>> tr = (*t)->Apply(ev, 100);
+    EXPECT_TRUE(tr.ok()) << tr.status().message();
+    std::string s;
+    for (const auto& x : *tr) s += x.from + ">" + x.to + " ";
+    return s;
+  };
+  EXPECT_EQ(apply(true, true), ">firing ");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(apply(false, false), "") << "resolved by a rule that did not look";
+  EXPECT_EQ(apply(false, true), "");
+  EXPECT_EQ(apply(false, true), "firing>resolved ");
+}
+
 }  // namespace
 }  // namespace tw::diagnose

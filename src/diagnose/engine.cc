@@ -54,7 +54,8 @@ RuleError RuleFailure(const Rule& r, RuleLimits::Hit hit, const Status& st, cons
   if (hit == RuleLimits::Hit::kNone) return {r.id, "", r.origin + ": " + where + ": " + st.message()};
   return {r.id, hit == RuleLimits::Hit::kTime ? "time" : "memory",
           r.Where() + ": rule " + r.id + " went over " + st.message() + " on " + where +
-              "; skipped for the rest of this evaluation (the other rules ran)"};
+              "; benched (the other rules ran), tried again after a pause that doubles each "
+              "time it goes over, from a minute up to an hour"};
 }
 
 std::string Fmt(double v) {
@@ -77,8 +78,13 @@ struct Engine::Prepared {
   // Bind index -> value for declared params; run_id/now indexes (0: not used).
   std::vector<std::pair<int, double>> param_binds;
   int run_id_index = 0, now_index = 0;
-  // The limit it went over in the current evaluation (skipped for the rest of it), if any.
+  // The limit it went over in the current evaluation, if any. Such a rule is benched: skipped
+  // until `benched_until` (steady seconds), a pause that doubles with each `strikes`, so a rule
+  // that loops costs its time limit about once an hour, not once per evaluation.
   RuleLimits::Hit over_limit = RuleLimits::Hit::kNone;
+  int strikes = 0;
+  double benched_until = 0;
+  bool Benched(double steady_now) const { return steady_now < benched_until; }
 };
 
 Engine::~Engine() = default;
@@ -366,7 +372,15 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
     roles[a.run_id].insert(a.role);
     names[a.run_id] = a.run;
   }
+  const auto steady_now = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
   for (auto& p : prepared_) p->over_limit = RuleLimits::Hit::kNone;
+  auto bench = [&](Prepared& p) {  // it went over a limit: skipped until after a pause
+    p.strikes++;
+    p.benched_until = steady_now() + std::min(3600.0, 60.0 * std::pow(2.0, std::min(p.strikes - 1, 6)));
+  };
+  const double start = steady_now();
   // A read transaction: every rule of a cycle sees the same snapshot of the store.
   TW_RETURN_IF_ERROR(db_->Exec("BEGIN"));
   for (int64_t run : map->subjects) {
@@ -381,12 +395,17 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
       if (!std::all_of(p->rule->roles.begin(), p->rule->roles.end(),
                        [&](const std::string& r) { return have.count(r); }))
         continue;
-      if (p->over_limit != RuleLimits::Hit::kNone) continue;
+      if (p->over_limit != RuleLimits::Hit::kNone || p->Benched(start)) {
+        ev.incomplete_rules.insert(p->rule->id);
+        continue;
+      }
       if (Status st = RunRule(*p, run, now, &ev); !st.ok()) {
         if (cancel_) {
           (void)db_->Exec("ROLLBACK");
           return st;
         }
+        ev.incomplete_rules.insert(p->rule->id);
+        if (p->over_limit != RuleLimits::Hit::kNone) bench(*p);
         ev.errors.push_back(RuleFailure(*p->rule, p->over_limit, st,
                                         "run '" + (names.count(run) ? names[run] : RunName(run)) + "'"));
       }
@@ -394,12 +413,18 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
   }
   for (auto& p : prepared_) {
     if (!p->rule->scope_all || !scope_all) continue;
+    if (p->Benched(start)) {
+      ev.incomplete_rules.insert(p->rule->id);
+      continue;
+    }
     ev.all_scope_rules.insert(p->rule->id);
     if (Status st = RunRule(*p, std::nullopt, now, &ev); !st.ok()) {
       if (cancel_) {
         (void)db_->Exec("ROLLBACK");
         return st;
       }
+      ev.incomplete_rules.insert(p->rule->id);
+      if (p->over_limit != RuleLimits::Hit::kNone) bench(*p);
       ev.errors.push_back(RuleFailure(*p->rule, p->over_limit, st, "every run"));
     }
   }

@@ -81,6 +81,9 @@ struct Evaluation {
   std::vector<int64_t> examined;          // subject runs examined by scope-run rules
   std::set<std::string> all_scope_rules;  // rules that examined every run
   std::vector<RuleError> errors;          // rules that failed on some run, or went over a limit
+  // Rules that did not run on every examined run they apply to (failed, over a limit, benched):
+  // what they found before is left as it is, not taken as resolved.
+  std::set<std::string> incomplete_rules;
   std::map<std::string, double> rule_seconds;  // time spent in each rule (rule authors' profile)
 };
 
@@ -101,9 +104,11 @@ class Engine {
 
   // Evaluates the scope-run rules on `runs` (null: every run) and, when `scope_all`, the
   // scope-all rules on every run, as of `now` (unix seconds). A rule that goes over a limit
-  // (options.limits) is stopped, reported in `errors`, and skipped for the rest of this
-  // evaluation (one budget per cycle, not one per run); the other rules run on. The next
-  // evaluation tries it again.
+  // (options.limits) is stopped, reported in `errors`, and benched: skipped in this and later
+  // evaluations of this engine for a pause that doubles each time it goes over (1 minute, 2,
+  // 4, ... up to an hour), so a rule that loops costs its time limit about once an hour and
+  // never holds back the others' findings for long; the other rules run on. A rule that did not
+  // run on every examined run is listed in `incomplete_rules`.
   Result<Evaluation> Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all = true);
 
   // Thread-safe: makes a running Evaluate stop soon (between rules, and inside a statement

@@ -147,6 +147,7 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
     if (seen.count(key)) continue;
     const auto& [rule, run, series] = key;
     if (!examined.count(run) && !ev.all_scope_rules.count(rule)) continue;
+    if (ev.incomplete_rules.count(rule)) continue;  // it did not look: nothing is resolved
     const int64_t misses = row.misses + 1;
     const bool resolve = row.state == "pending" || misses >= resolve_after_;
     const std::string state = resolve ? "resolved" : row.state;
