@@ -26,12 +26,17 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadWrite);
   if (!db.ok()) return db.status();
   Db& d = **db;
+  // SQLite falls back to reading a file it may not write; every write would fail later.
+  if (sqlite3_db_readonly(d.raw(), "main") == 1)
+    return Status(Code::kReadOnly, path + ": the store is read-only (the file, or its file system, cannot be "
+                                          "written)");
   // WAL lets sqlite3/pandas/Grafana read while we write; NORMAL is durable at each
   // checkpoint and crash-safe (a power loss can drop only the last commits, never corrupt).
   Status st = d.Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;");
   if (!st.ok()) {
     if (st.code() == Code::kNotOurs)
       return Status(Code::kNotOurs, path + ": not a trainwatch database (not SQLite)");
+    if (st.code() == Code::kCorrupt) return Status(Code::kCorrupt, path + ": the store is corrupt (" + st.message() + ")");
     return st;
   }
   TW_RETURN_IF_ERROR(Migrate(d));
@@ -507,8 +512,19 @@ Result<std::unique_ptr<Db>> OpenReadOnly(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return NotFound(path + ": no such database");
   Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadOnly);
   if (!db.ok()) return db.status();
-  TW_RETURN_IF_ERROR(CheckOurs(**db));
-  return db;
+  Status ours = CheckOurs(**db);
+  if (ours.ok()) return db;
+  const int rc = sqlite3_extended_errcode((*db)->raw());
+  if ((rc & 0xff) != SQLITE_CANTOPEN && (rc & 0xff) != SQLITE_READONLY) return ours;
+  // A WAL store on read-only media (a read-only mount, directory or file): a reader needs its
+  // -shm file, which cannot be made there. Nothing can be writing it, so read it as immutable.
+  const Status unreadable(Code::kReadOnly, path + ": cannot read the store where it is: SQLite needs to create " +
+                                               path + "-shm beside it, and its directory or mount is read-only (" +
+                                               sqlite3_errstr(rc) + ")");
+  Result<std::unique_ptr<Db>> frozen = Db::Open(path, Db::Mode::kImmutable);
+  if (!frozen.ok()) return unreadable;
+  if (Status again = CheckOurs(**frozen); !again.ok()) return again;
+  return frozen;
 }
 
 }  // namespace tw::store
