@@ -76,10 +76,17 @@ void IngestWorker::FlushState() {
   if (st.ok()) st = store_->Commit();
   if (!st.ok()) {
     store_->Rollback();
+    if (Fatal(st)) return;
     log::Warning("store: cannot record daemon state: " + st.message());
     std::lock_guard lock(mu_);
     for (auto& [k, v] : state) pending_state_.try_emplace(k, v);  // newer values win
   }
+}
+
+bool IngestWorker::Fatal(const Status& st) {
+  if (st.code() != Code::kCorrupt && st.code() != Code::kReadOnly) return false;
+  if (!stop_.exchange(true) && on_fatal_) on_fatal_(st);
+  return true;
 }
 
 void IngestWorker::Run() {
@@ -113,6 +120,7 @@ void IngestWorker::Run() {
     Status st = Process(*path, &more);
     if (!st.ok()) {
       counters_.store_failures++;
+      if (Fatal(st)) break;
       log::Error("store: " + st.message() + " (while reading " + *path +
                  "); will retry at the next rescan");
       // The RunState may hold steps of points that were rolled back: reload it next time.
