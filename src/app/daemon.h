@@ -7,7 +7,9 @@
 //     points, files and daemon state.
 //   - the diagnosis thread (DiagnoseWorker) reads on its own connection and writes only the
 //     findings tables.
-//   They share only the WorkQueue (paths) and IngestWorker's thread-safe setters/counters.
+//   - the delivery thread (NotifyWorker) sends the outbox on its own connection.
+//   They share only the WorkQueue (paths), IngestWorker's thread-safe setters/counters, and the
+//   InstanceLock (the store's lock file), whose SetCondition the delivery thread calls.
 #pragma once
 
 #include <optional>

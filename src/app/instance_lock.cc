@@ -101,17 +101,20 @@ void InstanceLock::Rewrite() {
     (void)::ftruncate(fd_, static_cast<off_t>(out.size()));
 }
 
-std::optional<LiveDaemon> ReadLiveDaemon(const std::string& db_path) {
+LiveDaemon ReadLiveDaemon(const std::string& db_path) {
+  LiveDaemon d;
   const int fd = ::open(LockPath(db_path).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return d;
   struct flock l = WholeFile(F_WRLCK);
-  if (::fcntl(fd, F_OFD_GETLK, &l) != 0 || l.l_type == F_UNLCK) {
+  const bool asked = ::fcntl(fd, F_OFD_GETLK, &l) == 0;
+  if (!asked || l.l_type == F_UNLCK) {
     ::close(fd);
-    return std::nullopt;
+    if (asked) d.state = LiveDaemon::State::kStopped;
+    return d;
   }
+  d.state = LiveDaemon::State::kRunning;
   std::istringstream in(ReadAll(fd));
   ::close(fd);
-  LiveDaemon d;
   std::string line;
   if (std::getline(in, line) && line.starts_with("pid ")) d.pid = line.substr(4);
   while (std::getline(in, line)) {

@@ -16,7 +16,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -51,11 +50,15 @@ class InstanceLock {
   std::map<std::string, Condition> conditions_;
 };
 
-// What the daemon holding `db_path`'s lock says about itself; nullopt when no daemon holds it.
+// Whether a daemon holds `db_path`'s lock, and what it says about itself. kUnknown when the
+// lock file is missing (no daemon of this version ever ran there) or this user may not read it
+// (the daemon runs as another user): nothing is claimed then.
 struct LiveDaemon {
-  std::string pid;
-  std::map<std::string, InstanceLock::Condition> conditions;
+  enum class State { kUnknown, kStopped, kRunning };
+  State state = State::kUnknown;
+  std::string pid;                                             // kRunning only
+  std::map<std::string, InstanceLock::Condition> conditions;  // kRunning only
 };
-std::optional<LiveDaemon> ReadLiveDaemon(const std::string& db_path);
+LiveDaemon ReadLiveDaemon(const std::string& db_path);
 
 }  // namespace tw::app

@@ -176,7 +176,8 @@ int CmdStatus(const Args& args) {
   if (!outbox.ok()) outbox = std::vector<notify::OutboxCounts>{};
   // Whether a daemon holds the store now, and what it waits on that it cannot write into the
   // store (its write lock held by someone else): from the lock file beside it.
-  const std::optional<app::LiveDaemon> live = app::ReadLiveDaemon(*f.Get("db"));
+  const app::LiveDaemon daemon = app::ReadLiveDaemon(*f.Get("db"));
+  const app::LiveDaemon* live = daemon.state == app::LiveDaemon::State::kRunning ? &daemon : nullptr;
   if (f.Has("json")) {
     std::cout << "{\"phase\":" << JsonQuote(state("phase")) << ",\"pid\":" << JsonQuote(state("pid"))
               << ",\"config\":" << JsonQuote(state("config")) << ",\"roots\":[";
@@ -194,7 +195,8 @@ int CmdStatus(const Args& args) {
       first = false;
     }
     std::cout << "},\"lag_bytes\":" << r->lag_bytes << ",\"lag_files\":" << r->lag_files
-              << ",\"errors_last_hour\":" << r->errors_last_hour << ",\"running\":" << (live ? "true" : "false")
+              << ",\"errors_last_hour\":" << r->errors_last_hour << ",\"running\":"
+              << (live ? "true" : daemon.state == app::LiveDaemon::State::kStopped ? "false" : "null")
               << ",\"waiting\":{";
     if (live) {
       bool first_condition = true;
@@ -219,7 +221,8 @@ int CmdStatus(const Args& args) {
                 : live                  ? "starting (pid " + live->pid + "; nothing written to the store yet)"
                                         : "never ran on this store")
             << (state("pid").empty() ? "" : " (pid " + state("pid") + ")")
-            << (!live && !state("phase").empty() && state("phase") != "stopped"
+            << (daemon.state == app::LiveDaemon::State::kStopped && !state("phase").empty() &&
+                        state("phase") != "stopped"
                     ? "; not running now (no process holds the store's lock: it ended without a clean stop)"
                     : "")
             << "\n";

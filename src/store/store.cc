@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "base/clock.h"
 #include "store/migrations.h"
@@ -22,6 +23,23 @@ struct Store::Statements {
   Stmt set_config, del_config, set_summary, del_summary, upsert_hparam;
 };
 
+namespace {
+
+// Switching a new file to WAL takes an exclusive lock that SQLite does not wait for (its busy
+// handler is not called there): of processes opening one new store at once, all but one got
+// "database is locked". Wait for it as the busy timeout (5 s) waits for other locks.
+Status SetWal(Db& d) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    Status st = d.Exec("PRAGMA journal_mode=WAL");
+    if (st.ok() || (sqlite3_errcode(d.raw()) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline)
+      return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadWrite);
   if (!db.ok()) return db.status();
@@ -32,7 +50,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
                                           "written)");
   // WAL lets sqlite3/pandas/Grafana read while we write; NORMAL is durable at each
   // checkpoint and crash-safe (a power loss can drop only the last commits, never corrupt).
-  Status st = d.Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;");
+  Status st = SetWal(d);
+  if (st.ok()) st = d.Exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;");
   if (!st.ok()) {
     if (st.code() == Code::kNotOurs)
       return Status(Code::kNotOurs, path + ": not a trainwatch database (not SQLite)");
