@@ -465,13 +465,20 @@ TEST(HostileStoreNotify, SecretsFromSystemdCredentialsWorkWithAConfigReadableByA
                              "url_credential = \"hook-url\"\nsecret_credential = \"hook-secret\"\n");
   fs::permissions(config, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                               fs::perms::others_read);
+  // A URL file among the credentials: systemd decides who reads it, whatever its mode.
+  testing::HttpServer filed;
+  testing::WriteFile(dir / "creds/filed-url", filed.url("/hook/CREDFILE77") + "\n");
+  fs::permissions(dir / "creds/filed-url", fs::perms::owner_read | fs::perms::group_read);
   WriteSickRun(dir / "logs/sick");
-  DaemonProcess d({"--config", config, "--logdir", dir / "logs", "--db", dir / "tw.db", "--rescan-interval", "1"},
+  DaemonProcess d({"--config", config, "--webhook-file", dir / "creds/filed-url", "--logdir", dir / "logs", "--db",
+                   dir / "tw.db", "--rescan-interval", "1"},
                   dir / "daemon.log", {"CREDENTIALS_DIRECTORY=" + (dir / "creds")});
   ASSERT_TRUE(hook.WaitForRequests(1, 30)) << d.Log();
+  ASSERT_TRUE(filed.WaitForRequests(1, 30)) << d.Log();
   EXPECT_EQ(hook.requests()[0].target, "/hook/CREDSECRET55");
   EXPECT_EQ(hook.requests()[0].headers.count("webhook-signature"), 1u);
   EXPECT_EQ(d.Log().find("CREDSECRET55"), std::string::npos) << d.Log();
+  EXPECT_EQ(d.Log().find("CREDFILE77"), std::string::npos) << d.Log();
 }
 
 }  // namespace

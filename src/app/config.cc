@@ -485,7 +485,10 @@ Result<std::string> ReadUrlFile(const std::string& path, const std::string& flag
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     return InvalidArgument("--" + flag + ": cannot read " + path + ": " + std::strerror(errno));
-  if ((st.st_mode & 077) != 0) {
+  // systemd decides who reads its credentials (the mode it gives them is its business).
+  const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
+  const bool credential = creds && *creds && path.starts_with(std::string(creds) + "/");
+  if ((st.st_mode & 077) != 0 && !credential) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
     return InvalidArgument("--" + flag + ": " + path + " holds a secret URL but is readable by group or others (mode " +
