@@ -84,6 +84,7 @@ TEST(Systemd, UnitIsTypeNotifyAndDoesNotRestartOnConfigErrors) {
   EXPECT_TRUE(has("Type=notify"));
   EXPECT_TRUE(has("ExecReload=/bin/kill -HUP $MAINPID"));
   EXPECT_TRUE(has("RestartPreventExitStatus=78"));  // app::kExitConfig
+  EXPECT_TRUE(has("RestartPreventExitStatus=65 73 75"));  // kExitCorrupt, kExitReadOnly, kExitBusy
   EXPECT_TRUE(has("StateDirectory=trainwatch"));
 }
 

@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -509,21 +511,54 @@ Result<Config> LoadConfigFile(const std::string& path) {
   return c;
 }
 
-Status AddCommandLineChannels(const std::vector<std::string>& slack_urls,
-                              const std::vector<std::string>& webhook_urls, Config* config) {
-  auto add = [&](const std::string& type, const std::string& flag, const std::vector<std::string>& urls) {
-    for (size_t i = 0; i < urls.size(); ++i) {
-      if (Result<notify::Url> u = notify::ParseUrl(urls[i]); !u.ok())
-        return InvalidArgument("--" + flag + ": " + u.status().message());
+namespace {
+
+Result<std::string> ReadUrlFile(const std::string& path, const std::string& flag) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return InvalidArgument("--" + flag + ": cannot read " + path + ": " + std::strerror(errno));
+  // systemd decides who reads its credentials (the mode it gives them is its business).
+  const char* creds = std::getenv("CREDENTIALS_DIRECTORY");
+  const bool credential = creds && *creds && path.starts_with(std::string(creds) + "/");
+  if ((st.st_mode & 077) != 0 && !credential) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    return InvalidArgument("--" + flag + ": " + path + " holds a secret URL but is readable by group or others (mode " +
+                           mode + "); chmod 600 it");
+  }
+  std::ifstream in(path);
+  std::string url;
+  if (!in || !std::getline(in, url)) return InvalidArgument("--" + flag + ": cannot read a URL from " + path);
+  while (!url.empty() && (url.back() == '\r' || url.back() == ' ')) url.pop_back();
+  if (url.empty()) return InvalidArgument("--" + flag + ": " + path + " is empty");
+  return url;
+}
+
+}  // namespace
+
+Status AddCommandLineChannels(const CommandLineUrls& urls, Config* config) {
+  for (const char* type : {"slack", "webhook"}) {
+    const bool slack = type == std::string("slack");
+    const std::string flag = slack ? "slack-webhook" : "webhook";
+    std::vector<std::pair<std::string, std::string>> found;  // (where it came from, URL)
+    for (const auto& u : slack ? urls.slack : urls.webhook) found.emplace_back("--" + flag, u);
+    for (const auto& f : slack ? urls.slack_files : urls.webhook_files) {
+      Result<std::string> u = ReadUrlFile(f, flag + "-file");
+      if (!u.ok()) return u.status();
+      found.emplace_back("--" + flag + "-file " + f, *u);
+    }
+    const char* env = slack ? "TRAINWATCH_SLACK_WEBHOOK" : "TRAINWATCH_WEBHOOK";
+    if (const char* v = std::getenv(env); v && *v) found.emplace_back(std::string("$") + env, v);
+    for (size_t i = 0; i < found.size(); ++i) {
+      if (Result<notify::Url> u = notify::ParseUrl(found[i].second); !u.ok())
+        return InvalidArgument(found[i].first + ": " + u.status().message());
       notify::ChannelConfig ch =
-          notify::ChannelConfig::Defaults("cli-" + type + (i ? "-" + std::to_string(i + 1) : ""), type);
-      ch.url = urls[i];
+          notify::ChannelConfig::Defaults("cli-" + std::string(type) + (i ? "-" + std::to_string(i + 1) : ""), type);
+      ch.url = found[i].second;
       config->channels.push_back(std::move(ch));
     }
-    return Status::Ok();
-  };
-  TW_RETURN_IF_ERROR(add("slack", "slack-webhook", slack_urls));
-  return add("webhook", "webhook", webhook_urls);
+  }
+  return Status::Ok();
 }
 
 std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config) {
@@ -561,9 +596,11 @@ Status Validate(Config* c) {
   if (!fs::is_directory(dir, ec))
     return InvalidArgument(c->origin + ": the store's directory '" + dir.native() +
                            "' does not exist");
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    return InvalidArgument(c->origin + ": the store's directory '" + dir.native() +
-                           "' is not writable");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    const bool rofs = errno == EROFS;
+    return Status(Code::kReadOnly, c->origin + ": the store's directory '" + dir.native() + "' is not writable" +
+                                       (rofs ? " (a read-only file system)" : ""));
+  }
   return Status::Ok();
 }
 

@@ -39,11 +39,17 @@ struct Config {
   bool operator==(const Config&) const = default;
 };
 
-// Channels given on the command line (--slack-webhook, --webhook), beside the configured
-// ones with the same guarantees: cli-slack, cli-slack-2, ..., cli-webhook, ... A URL that does
-// not parse is refused, naming the flag.
-Status AddCommandLineChannels(const std::vector<std::string>& slack_urls,
-                              const std::vector<std::string>& webhook_urls, Config* config);
+// Channels given on the command line, beside the configured ones with the same guarantees:
+// cli-slack, cli-slack-2, ..., cli-webhook, ... A URL in argv is visible to every local user
+// (ps, /proc/PID/cmdline), so it may come from a file instead (--slack-webhook-file,
+// --webhook-file: its first line; the file must be readable by its owner only, as a config
+// file holding a secret; read again at every reload) or from the environment
+// ($TRAINWATCH_SLACK_WEBHOOK, $TRAINWATCH_WEBHOOK). Errors name the flag (and file), never the URL.
+struct CommandLineUrls {
+  std::vector<std::string> slack, slack_files;      // --slack-webhook, --slack-webhook-file
+  std::vector<std::string> webhook, webhook_files;  // --webhook, --webhook-file
+};
+Status AddCommandLineChannels(const CommandLineUrls& urls, Config* config);
 
 // The channels notifications go to: the configured ones, or the console when there are none.
 std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config);

@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "app/diagnose_worker.h"
+#include "app/instance_lock.h"
 #include "app/notify_worker.h"
 #include "app/ingest_worker.h"
 #include "app/sd_notify.h"
@@ -46,7 +47,8 @@ Result<Config> BuildConfig(const DaemonArgs& args) {
       return InvalidArgument("--rescan-interval must be between 0.05 and 86400 seconds");
     c.rescan_interval_ms = static_cast<int64_t>(*args.rescan_seconds * 1000);
   }
-  TW_RETURN_IF_ERROR(AddCommandLineChannels(args.slack_webhooks, args.webhooks, &c));
+  TW_RETURN_IF_ERROR(AddCommandLineChannels(
+      {args.slack_webhooks, args.slack_webhook_files, args.webhooks, args.webhook_files}, &c));
   if (args.no_inotify) c.inotify = false;
   if (args.verbose) c.verbose = true;
   std::sort(c.roots.begin(), c.roots.end());
@@ -57,6 +59,21 @@ Result<Config> BuildConfig(const DaemonArgs& args) {
 
 namespace {
 
+// What an operator does about a store the daemon cannot use.
+std::string StoreAdvice(const Status& st) {
+  switch (st.code()) {
+    case Code::kCorrupt:
+      return ". The store is damaged: restore it from a backup (or try `sqlite3 FILE .recover`), or move it "
+             "away and start again (the event files are read again from the start). Not restarting.";
+    case Code::kReadOnly:
+      return ". The daemon must write the store (and its -wal, -shm and .lock files beside it): make the file, "
+             "its directory and the mount writable by the daemon's user. `trainwatch status` and `query` "
+             "still read it. Not restarting.";
+    default:
+      return "";
+  }
+}
+
 std::string Join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
@@ -65,7 +82,7 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
 
 class Daemon {
  public:
-  Daemon(DaemonArgs args, Config cfg, std::unique_ptr<store::Store> store)
+  Daemon(DaemonArgs args, Config cfg, std::unique_ptr<store::Store> store, InstanceLock& lock)
       : args_(std::move(args)),
         cfg_(std::move(cfg)),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
@@ -79,6 +96,10 @@ class Daemon {
     diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
     diagnoser_.SetLiveRuns([this] { return worker_.TakeLiveRuns(); });
     diagnoser_.SetIngestIdle([this] { return queue_.size() == 0 && worker_.counters().idle.load(); });
+    worker_.SetOnFatal([this](const Status& st) { boost::asio::post(io_, [this, st] { OnFatalStoreError(st); }); });
+    // What delivery waits on cannot always go into the store (its write lock may be what it
+    // waits for): the lock file beside it says it to `trainwatch status`.
+    notifier_thread_.SetConditionSink([&lock](const std::string& text) { lock.SetCondition("notify", text); });
   }
 
   int Run() {
@@ -292,6 +313,18 @@ class Daemon {
     }
     log::Info(std::string("trainwatch daemon: ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
               ", stopping");
+    Shutdown();
+  }
+
+  // The writer found the store unwritable for good (corrupt, read-only): say what to do, stop,
+  // and exit with that case's status (which the unit does not restart).
+  void OnFatalStoreError(const Status& st) {
+    log::Error("the store cannot be written any more, stopping: " + st.message() + StoreAdvice(st));
+    exit_code_ = ExitCodeFor(st);
+    Shutdown();
+  }
+
+  void Shutdown() {
     notifier_.Send("STOPPING=1");
     worker_.SetState("phase", "stopped");
     worker_.RequestStop();
@@ -381,18 +414,41 @@ int RunDaemon(const DaemonArgs& args) {
   std::signal(SIGXFSZ, SIG_IGN);
   Result<Config> cfg = BuildConfig(args);
   if (!cfg.ok()) {
+    if (cfg.status().code() == Code::kReadOnly) {
+      log::Error("cannot start: " + cfg.status().message() + StoreAdvice(cfg.status()));
+      return kExitReadOnly;
+    }
     log::Error("configuration error: " + cfg.status().message());
     return kExitConfig;
   }
   log::SetVerbose(cfg->verbose);
-  Result<std::unique_ptr<store::Store>> store =
-      store::Store::Open(cfg->db_path, cfg->store_group_readable ? 0640 : 0600);
-  if (!store.ok()) {
-    log::Error("cannot open the store: " + store.status().message());
-    return store.status().code() == Code::kNotOurs ? kExitConfig : 1;
+  if (!args.slack_webhooks.empty() || !args.webhooks.empty())
+    log::Warning("--slack-webhook/--webhook: the URL (a secret) is in this process's argv, which every local "
+                 "user can read; use --slack-webhook-file/--webhook-file or $TRAINWATCH_SLACK_WEBHOOK/"
+                 "$TRAINWATCH_WEBHOOK");
+  // Before the store is touched: a second daemon must not even migrate it.
+  Result<std::unique_ptr<InstanceLock>> lock = InstanceLock::Acquire(cfg->db_path);
+  if (!lock.ok()) {
+    log::Error("cannot start: " + lock.status().message());
+    return ExitCodeFor(lock.status());
   }
-  Daemon daemon(args, std::move(*cfg), std::move(*store));
+  Result<std::unique_ptr<store::Store>> store = store::Store::Open(cfg->db_path, cfg->store_group_readable ? 0640 : 0600);
+  if (!store.ok()) {
+    log::Error("cannot open the store: " + store.status().message() + StoreAdvice(store.status()));
+    return ExitCodeFor(store.status());
+  }
+  Daemon daemon(args, std::move(*cfg), std::move(*store), **lock);
   return daemon.Run();
+}
+
+int ExitCodeFor(const Status& st) {
+  switch (st.code()) {
+    case Code::kNotOurs: return kExitConfig;
+    case Code::kCorrupt: return kExitCorrupt;
+    case Code::kReadOnly: return kExitReadOnly;
+    case Code::kBusy: return kExitBusy;
+    default: return 1;
+  }
 }
 
 }  // namespace tw::app

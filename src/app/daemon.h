@@ -7,7 +7,9 @@
 //     points, files and daemon state.
 //   - the diagnosis thread (DiagnoseWorker) reads on its own connection and writes only the
 //     findings tables.
-//   They share only the WorkQueue (paths) and IngestWorker's thread-safe setters/counters.
+//   - the delivery thread (NotifyWorker) sends the outbox on its own connection.
+//   They share only the WorkQueue (paths), IngestWorker's thread-safe setters/counters, and the
+//   InstanceLock (the store's lock file), whose SetCondition the delivery thread calls.
 #pragma once
 
 #include <optional>
@@ -27,15 +29,22 @@ struct DaemonArgs {
   bool verbose = false;                 // --verbose
   std::vector<std::string> slack_webhooks;  // --slack-webhook URL: a Slack channel each
   std::vector<std::string> webhooks;        // --webhook URL: a generic JSON webhook each
+  std::vector<std::string> slack_webhook_files, webhook_files;  // the same, the URL in a file
 };
 
 // The effective configuration: the file (if any), then the flags on top; validated.
 Result<Config> BuildConfig(const DaemonArgs& args);
 
-// Runs until SIGTERM/SIGINT. Returns the process exit status: 0 after a clean stop,
-// 78 (EX_CONFIG) for a configuration error, 1 for anything else that stopped it.
+// Runs until SIGTERM/SIGINT. Returns the process exit status: 0 after a clean stop, or why
+// it could not go on (docs/daemon.md; none of these is helped by a restart, except 1):
+constexpr int kExitConfig = 78;    // EX_CONFIG: a configuration error, or a store not ours
+constexpr int kExitCorrupt = 65;   // EX_DATAERR: the store is corrupt
+constexpr int kExitReadOnly = 73;  // EX_CANTCREAT: the store cannot be written
+constexpr int kExitBusy = 75;      // EX_TEMPFAIL: another daemon is using the store
+// 1: anything else that stopped it.
 int RunDaemon(const DaemonArgs& args);
 
-constexpr int kExitConfig = 78;
+// The exit status for a store error (1 for one not listed above).
+int ExitCodeFor(const Status& store_error);
 
 }  // namespace tw::app

@@ -109,12 +109,19 @@ void IngestWorker::FlushState() {
   if (st.ok()) st = store_->Commit();
   if (!st.ok()) {
     store_->Rollback();
+    if (Fatal(st)) return;
     StoreFailed(st, "while recording the daemon's state");
     std::lock_guard lock(mu_);
     for (auto& [k, v] : state) pending_state_.try_emplace(k, v);  // newer values win
     return;
   }
   StoreWorked();
+}
+
+bool IngestWorker::Fatal(const Status& st) {
+  if (st.code() != Code::kCorrupt && st.code() != Code::kReadOnly) return false;
+  if (!stop_.exchange(true) && on_fatal_) on_fatal_(st);
+  return true;
 }
 
 void IngestWorker::Run() {
@@ -151,6 +158,7 @@ void IngestWorker::Run() {
     bool more = false;
     Status st = Process(*item, &more);
     if (!st.ok()) {
+      if (Fatal(st)) break;
       StoreFailed(st, "while reading " + path);
       // The RunState may hold steps of points that were rolled back: reload it next time.
       runs_.erase(dir);

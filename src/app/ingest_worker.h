@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,10 @@ class IngestWorker {
   std::vector<int64_t> TakeLiveRuns();
   // Thread-safe: asks Run() to stop at the next commit point.
   void RequestStop() { stop_ = true; }
+  // Called once, on the writer thread, when the store can no longer be written at all (it is
+  // corrupt, or read-only): retrying every file at every rescan would only fill the log.
+  // Run() returns after it. Set before Run().
+  void SetOnFatal(std::function<void(const Status&)> f) { on_fatal_ = std::move(f); }
 
   // Thread-safe counters, for STATUS= and logs.
   struct Counters {
@@ -82,6 +87,9 @@ class IngestWorker {
   // wait for it: a run's files are read in name order, or a resumed writer's SessionLog START
   // could be seen before the points it supersedes.
   std::unordered_map<std::string, std::string> backlog_;
+  // Whether `st` means the store cannot be written any more; if so, says so (once) and stops.
+  bool Fatal(const Status& st);
+  std::function<void(const Status&)> on_fatal_;
   std::atomic<bool> stop_{false};
   Counters counters_;
   std::string store_condition_;  // the store failure in force ("" when writes work)

@@ -3,9 +3,16 @@
 // the next message is due, a Wake() (the diagnosis thread queued something), a new
 // configuration, or Stop(). A send in progress is not interrupted: Stop() waits for it (at
 // most the channel's timeout); a message cut off by a crash is sent again after the restart.
+//
+// Nothing disables delivery for good: when the outbox cannot be opened (the store's write lock
+// held by another process past the busy timeout, a full disk, ...) or a delivery pass fails,
+// the thread retries with backoff (1 s doubling to 30 s), logs each condition once when it
+// starts and once when it clears, and reports it through the condition sink (the daemon's
+// lock file, which `trainwatch status` shows) while it lasts.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,9 +35,16 @@ class NotifyWorker {
   void Start();
   void Stop();
   void Wake();  // thread-safe
+  // Called on the delivery thread with what delivery waits on ("" once it no longer waits).
+  // Set before Start().
+  void SetConditionSink(std::function<void(const std::string&)> sink) { sink_ = std::move(sink); }
 
  private:
   void Loop();
+  void Open(double now);
+  // A failure (or, with ok, a success) of opening or of a pass: logs a new condition once,
+  // its end once, and schedules the next try.
+  void Report(const Status& st, const char* what, double now);
 
   std::string db_path_;
   std::thread thread_;
@@ -39,11 +53,18 @@ class NotifyWorker {
   bool stop_ = false;
   bool woken_ = false;
   struct Pending {
-    std::vector<std::unique_ptr<notify::Channel>> channels;
+    std::vector<notify::ChannelConfig> channels;  // checked by Configure; built at each open
     notify::DeliveryOptions options;
   };
   std::optional<Pending> pending_;
-  std::unique_ptr<notify::Deliverer> deliverer_;  // the delivery thread's
+  // The delivery thread's:
+  std::optional<Pending> wanted_;                 // the configuration to deliver with
+  std::unique_ptr<notify::Deliverer> deliverer_;  // open: wanted_'s channels on the store
+  std::function<void(const std::string&)> sink_;
+  std::string condition_;  // what delivery waits on now ("" when all is well)
+  double condition_since_ = 0;
+  int failures_ = 0;       // in a row, for the backoff
+  double retry_at_ = 0;    // unix seconds: the next try after a failure
 };
 
 }  // namespace tw::app

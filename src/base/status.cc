@@ -10,6 +10,8 @@ const char* CodeName(Code code) {
     case Code::kCorrupt: return "corrupt";
     case Code::kIo: return "I/O error";
     case Code::kNotOurs: return "not a trainwatch database";
+    case Code::kReadOnly: return "read-only";
+    case Code::kBusy: return "busy";
     case Code::kInternal: return "internal error";
   }
   return "unknown";

@@ -16,6 +16,8 @@ enum class Code {
   kCorrupt,          // bytes that do not decode (bad CRC, bad protobuf, bad schema)
   kIo,               // the OS said no (open, read, stat, disk full)
   kNotOurs,          // a database that is not a trainwatch store
+  kReadOnly,         // a store that cannot be written (read-only file, directory or mount)
+  kBusy,             // held by another process (a second daemon on one store)
   kInternal,
 };
 

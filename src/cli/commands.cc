@@ -170,13 +170,19 @@ int CmdIngest(const Args& args) {
   return 0;
 }
 
+int StoreFailure(const Status& st) {
+  std::cerr << "trainwatch: " << st.message() << "\n";
+  switch (st.code()) {
+    case Code::kCorrupt: return 65;   // EX_DATAERR, as the daemon
+    case Code::kReadOnly: return 73;  // EX_CANTCREAT, as the daemon
+    default: return 1;
+  }
+}
+
 namespace {
 int RunQuery(const std::string& db_path, const std::string& sql, Format format, bool roles = false) {
   Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(db_path);
-  if (!db.ok()) {
-    std::cerr << "trainwatch: " << db.status().message() << "\n";
-    return 1;
-  }
+  if (!db.ok()) return StoreFailure(db.status());
   // The diagnosis functions (tw_trend, tw_spikes, ...) work in ad hoc queries too.
   if (Status st = diagnose::RegisterSqlFunctions(**db); !st.ok()) {
     std::cerr << "trainwatch: " << st.message() << "\n";
@@ -197,6 +203,8 @@ int RunQuery(const std::string& db_path, const std::string& sql, Format format, 
   }
   Result<int64_t> rows = PrintRows(*stmt, format, std::cout);
   if (!rows.ok()) {
+    // A statement's own failure (a write on this read-only connection, say), or the store's.
+    if (rows.status().code() == Code::kCorrupt) return StoreFailure(rows.status());
     std::cerr << "trainwatch: " << rows.status().message() << "\n";
     return 1;
   }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "app/daemon.h"
+#include "app/instance_lock.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "notify/outbox.h"
@@ -37,19 +38,37 @@ options:
   --db FILE               the store (overrides the config)
   --rescan-interval SECS  how often to rescan (default 30)
   --no-inotify            rescan only (NFS, CIFS, sshfs)
-  --slack-webhook URL     also notify this Slack incoming webhook (repeatable)
+  --slack-webhook URL     also notify this Slack incoming webhook (repeatable). The URL is a
+                          secret and argv shows it to every local user: prefer
+                          --slack-webhook-file or $TRAINWATCH_SLACK_WEBHOOK
+  --slack-webhook-file F  the same, the URL read from file F (mode 600; re-read on SIGHUP)
   --webhook URL           also POST findings as JSON (payload version 1) to this URL (repeatable)
+  --webhook-file F        the same, the URL read from file F (mode 600; re-read on SIGHUP)
   --verbose               debug logging
   --help                  this text
 
-exit status: 0 after a clean stop, 78 for a configuration error, 1 otherwise.
+environment:
+  TRAINWATCH_SLACK_WEBHOOK, TRAINWATCH_WEBHOOK
+                          a URL each, added like --slack-webhook and --webhook (kept out of argv)
+
+exit status (none but 1 is helped by a restart; the unit does not restart them):
+  0   a clean stop (SIGTERM, SIGINT)
+  65  the store is corrupt
+  73  the store cannot be written (a read-only file, directory or mount)
+  75  another daemon is using the store (it holds FILE.lock)
+  78  a configuration error, or a store that is not trainwatch's
+  1   anything else
 )";
 
 constexpr const char* kStatusHelp = R"(usage: trainwatch status --db FILE [--json]
 
 What the daemon writing FILE is doing: its roots, runs, event files by state, ingest lag
 (bytes written to event files but not yet in the store), errors in the last hour, and when it
-last rescanned. Reads the store read-only; works whether or not the daemon runs.
+last rescanned; whether a daemon holds the store now, and what it waits on (a store another
+process keeps locked, say). Reads the store read-only (as immutable on read-only media); works
+whether or not the daemon runs.
+
+exit status: 0, 65 the store is corrupt, 73 it cannot be read where it is, 1 otherwise.
 )";
 
 struct StatusReport {
@@ -114,7 +133,8 @@ std::string Ago(const std::string& unix_seconds) {
 }  // namespace
 
 int CmdDaemon(const Args& args) {
-  Flags f(args, {"config", "logdir", "db", "rescan-interval", "slack-webhook", "webhook"},
+  Flags f(args, {"config", "logdir", "db", "rescan-interval", "slack-webhook", "webhook",
+                 "slack-webhook-file", "webhook-file"},
           {"no-inotify", "verbose", "help"});
   if (f.Has("help")) return Usage(kDaemonHelp);
   if (!f.error().empty()) return Usage(kDaemonHelp, f.error());
@@ -135,6 +155,8 @@ int CmdDaemon(const Args& args) {
   a.verbose = f.Has("verbose");
   a.slack_webhooks = f.GetAll("slack-webhook");
   a.webhooks = f.GetAll("webhook");
+  a.slack_webhook_files = f.GetAll("slack-webhook-file");
+  a.webhook_files = f.GetAll("webhook-file");
   return app::RunDaemon(a);
 }
 
@@ -144,20 +166,18 @@ int CmdStatus(const Args& args) {
   if (!f.error().empty()) return Usage(kStatusHelp, f.error());
   if (!f.Has("db")) return Usage(kStatusHelp, "status needs --db FILE");
   Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(*f.Get("db"));
-  if (!db.ok()) {
-    std::cerr << "trainwatch: " << db.status().message() << "\n";
-    return 1;
-  }
+  if (!db.ok()) return StoreFailure(db.status());
   Result<StatusReport> r = Collect(**db);
-  if (!r.ok()) {
-    std::cerr << "trainwatch: " << r.status().message() << "\n";
-    return 1;
-  }
+  if (!r.ok()) return StoreFailure(r.status());
   auto state = [&](const char* k) { return r->state.count(k) ? r->state.at(k) : std::string(); };
   // Notifications, per channel: what waits, what went, what was given up (dead letters).
   // (A store no daemon of this version has migrated yet has no outbox: nothing to say.)
   Result<std::vector<notify::OutboxCounts>> outbox = notify::CountOutbox(**db);
   if (!outbox.ok()) outbox = std::vector<notify::OutboxCounts>{};
+  // Whether a daemon holds the store now, and what it waits on that it cannot write into the
+  // store (its write lock held by someone else): from the lock file beside it.
+  const app::LiveDaemon daemon = app::ReadLiveDaemon(*f.Get("db"));
+  const app::LiveDaemon* live = daemon.state == app::LiveDaemon::State::kRunning ? &daemon : nullptr;
   if (f.Has("json")) {
     std::cout << "{\"phase\":" << JsonQuote(state("phase")) << ",\"pid\":" << JsonQuote(state("pid"))
               << ",\"config\":" << JsonQuote(state("config")) << ",\"roots\":[";
@@ -180,7 +200,18 @@ int CmdStatus(const Args& args) {
       first = false;
     }
     std::cout << "},\"lag_bytes\":" << r->lag_bytes << ",\"lag_files\":" << r->lag_files
-              << ",\"errors_last_hour\":" << r->errors_last_hour << ",\"notifications\":[";
+              << ",\"errors_last_hour\":" << r->errors_last_hour << ",\"running\":"
+              << (live ? "true" : daemon.state == app::LiveDaemon::State::kStopped ? "false" : "null")
+              << ",\"waiting\":{";
+    if (live) {
+      bool first_condition = true;
+      for (const auto& [k, c] : live->conditions) {
+        std::cout << (first_condition ? "" : ",") << JsonQuote(k) << ":{\"since\":" << std::llround(c.since)
+                  << ",\"what\":" << JsonQuote(c.text) << "}";
+        first_condition = false;
+      }
+    }
+    std::cout << "},\"notifications\":[";
     for (size_t i = 0; i < outbox->size(); ++i) {
       const notify::OutboxCounts& o = (*outbox)[i];
       std::cout << (i ? "," : "") << "{\"channel\":" << JsonQuote(o.channel) << ",\"pending\":" << o.pending
@@ -190,8 +221,20 @@ int CmdStatus(const Args& args) {
     std::cout << "]}\n";
     return 0;
   }
-  std::cout << "daemon:      " << (state("phase").empty() ? "never ran on this store" : state("phase"))
-            << (state("pid").empty() ? "" : " (pid " + state("pid") + ")") << "\n";
+  std::cout << "daemon:      "
+            << (!state("phase").empty() ? state("phase")
+                : live                  ? "starting (pid " + live->pid + "; nothing written to the store yet)"
+                                        : "never ran on this store")
+            << (state("pid").empty() ? "" : " (pid " + state("pid") + ")")
+            << (daemon.state == app::LiveDaemon::State::kStopped && !state("phase").empty() &&
+                        state("phase") != "stopped"
+                    ? "; not running now (no process holds the store's lock: it ended without a clean stop)"
+                    : "")
+            << "\n";
+  if (live)
+    for (const auto& [k, c] : live->conditions)
+      std::cout << "waiting:     " << k << ": " << c.text << " (for " << std::llround(UnixNow() - c.since)
+                << " s)\n";
   if (!state("config").empty()) std::cout << "config:      " << state("config") << "\n";
   std::istringstream roots(state("roots"));
   for (std::string root; std::getline(roots, root);) std::cout << "root:        " << root << "\n";

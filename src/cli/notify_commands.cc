@@ -16,7 +16,8 @@ namespace tw::cli {
 namespace {
 
 constexpr const char* kNotifyHelp = R"(usage: trainwatch notify test [--config FILE] [--channel NAME]
-                             [--slack-webhook URL] [--webhook URL]
+                             [--slack-webhook URL | --slack-webhook-file F]
+                             [--webhook URL | --webhook-file F]
 
 Sends a sample finding (clearly marked as a test) to each channel, through the same code the
 daemon uses (rendering, signing, HTTP(S) with verification), and prints what each receiver
@@ -26,8 +27,13 @@ neither, the console. Exit status 0 when every channel accepted the message, 1 o
 options:
   --config FILE        the daemon's TOML config
   --channel NAME       only this configured channel
-  --slack-webhook URL  a Slack incoming webhook (repeatable)
+  --slack-webhook URL  a Slack incoming webhook (repeatable); argv shows it to every local
+                       user: prefer --slack-webhook-file or $TRAINWATCH_SLACK_WEBHOOK
+  --slack-webhook-file F  the same, the URL read from file F (mode 600)
   --webhook URL        a JSON webhook (repeatable)
+  --webhook-file F     the same, the URL read from file F (mode 600)
+
+environment: TRAINWATCH_SLACK_WEBHOOK, TRAINWATCH_WEBHOOK: a URL each, as the flags.
 )";
 
 constexpr const char* kSilenceHelp = R"(usage: trainwatch silence add --db FILE --run GLOB [--rule ID] --for DURATION [--comment TEXT]
@@ -51,7 +57,7 @@ bool ParseDuration(const std::string& s, double* out) {
 }
 
 int NotifyTest(const Args& args) {
-  Flags f(args, {"config", "channel", "slack-webhook", "webhook"}, {"help"});
+  Flags f(args, {"config", "channel", "slack-webhook", "webhook", "slack-webhook-file", "webhook-file"}, {"help"});
   if (f.Has("help")) return Usage(kNotifyHelp);
   if (!f.error().empty()) return Usage(kNotifyHelp, f.error());
   app::Config config;
@@ -63,7 +69,9 @@ int NotifyTest(const Args& args) {
     }
     config = std::move(*loaded);
   }
-  if (Status st = app::AddCommandLineChannels(f.GetAll("slack-webhook"), f.GetAll("webhook"), &config);
+  if (Status st = app::AddCommandLineChannels({f.GetAll("slack-webhook"), f.GetAll("slack-webhook-file"),
+                                               f.GetAll("webhook"), f.GetAll("webhook-file")},
+                                              &config);
       !st.ok())
     return Usage(kNotifyHelp, st.message());
   std::vector<notify::ChannelConfig> channels = app::EffectiveChannels(config);

@@ -10,6 +10,7 @@
 #include "notify/chat_channels.h"
 #include "notify/email_channel.h"
 #include "notify/render.h"
+#include "notify/secrets.h"
 
 namespace tw::notify {
 
@@ -30,6 +31,21 @@ ChannelConfig ChannelConfig::Defaults(const std::string& name, const std::string
     c.repeat_interval_seconds = 0;
   }
   return c;
+}
+
+Channel::Channel(ChannelConfig c) : config_(std::move(c)), secrets_(ChannelSecrets(config_)) {}
+
+SendResult Channel::Send(const Notification& n, const std::string& message_id, double now) {
+  return Scrubbed(DoSend(n, message_id, now));
+}
+
+SendResult Channel::SendGroup(const Group& g, const std::string& message_id, double now) {
+  return Scrubbed(DoSendGroup(g, message_id, now));
+}
+
+SendResult Channel::Scrubbed(SendResult r) const {
+  r.detail = ScrubSecrets(std::move(r.detail), secrets_);
+  return r;
 }
 
 bool Routes(const ChannelConfig& c, const Notification& n) {
@@ -104,11 +120,11 @@ namespace {
 class ConsoleChannel : public Channel {
  public:
   using Channel::Channel;
-  SendResult Send(const Notification& n, const std::string&, double) override {
+  SendResult DoSend(const Notification& n, const std::string&, double) override {
     std::cout << ConsoleLine(n) << std::endl;
     return {SendResult::Kind::kSent, 0, -1, "printed"};
   }
-  SendResult SendGroup(const Group& g, const std::string&, double) override {
+  SendResult DoSendGroup(const Group& g, const std::string&, double) override {
     for (const Notification& n : g.items) std::cout << ConsoleLine(n) << "\n";
     std::cout << std::flush;
     return {SendResult::Kind::kSent, 0, -1, "printed"};
@@ -118,10 +134,10 @@ class ConsoleChannel : public Channel {
 class SlackChannel : public Channel {
  public:
   SlackChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
-  SendResult Send(const Notification& n, const std::string&, double now) override {
+  SendResult DoSend(const Notification& n, const std::string&, double now) override {
     return Post(SlackMessage(n, ExpandLinkTemplate(config().link_template, n)), now);
   }
-  SendResult SendGroup(const Group& g, const std::string&, double now) override {
+  SendResult DoSendGroup(const Group& g, const std::string&, double now) override {
     return Post(SlackGroupMessage(g, config().link_template), now);
   }
 
@@ -138,10 +154,10 @@ class SlackChannel : public Channel {
 class WebhookChannel : public Channel {
  public:
   WebhookChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
-  SendResult Send(const Notification& n, const std::string& message_id, double now) override {
+  SendResult DoSend(const Notification& n, const std::string& message_id, double now) override {
     return Post(ToPayload(n), message_id, now);
   }
-  SendResult SendGroup(const Group& g, const std::string& message_id, double now) override {
+  SendResult DoSendGroup(const Group& g, const std::string& message_id, double now) override {
     return Post(GroupPayload(g, config().name, now), message_id, now);
   }
 
@@ -185,7 +201,8 @@ std::string Destination(const ChannelConfig& c) {
     s.security = c.tls == "tls" ? SmtpSecurity::kTls : SmtpSecurity::kStartTls;
     return SmtpLabel(s);
   }
-  return c.url.empty() ? "" : RedactUrl(c.url);
+  if (c.url.empty()) return "";
+  return ScrubSecrets(RedactUrl(c.url), ChannelSecrets(c));  // an ntfy topic is in the first segment
 }
 
 }  // namespace tw::notify

@@ -67,22 +67,33 @@ struct SendResult {
 
 class Channel {
  public:
-  explicit Channel(ChannelConfig c) : config_(std::move(c)) {}
+  explicit Channel(ChannelConfig c);
   virtual ~Channel() = default;
   const ChannelConfig& config() const { return config_; }
   // Sends one message. `message_id` is the outbox's idempotency key; `now` is unix seconds.
-  virtual SendResult Send(const Notification& n, const std::string& message_id, double now) = 0;
+  // The result's detail has every secret of the channel scrubbed (secrets.h): whatever the
+  // receiver answered, it is fit for logs, the outbox and `trainwatch status`.
+  SendResult Send(const Notification& n, const std::string& message_id, double now);
   // Sends a group of two or more notifications as one message (a group of one goes through
   // Send, looking exactly like an ungrouped message). `message_id` is the group send's key.
-  virtual SendResult SendGroup(const Group& g, const std::string& message_id, double now) = 0;
+  SendResult SendGroup(const Group& g, const std::string& message_id, double now);
+
+ protected:
+  // What each type of channel does; Send and SendGroup scrub what these return.
+  virtual SendResult DoSend(const Notification& n, const std::string& message_id, double now) = 0;
+  virtual SendResult DoSendGroup(const Group& g, const std::string& message_id, double now) = 0;
 
  private:
+  SendResult Scrubbed(SendResult r) const;
+
   ChannelConfig config_;
+  std::vector<std::string> secrets_;  // ChannelSecrets(config_)
 };
 
 Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c);
 
-// Where a channel sends, for people: a redacted URL, "smtp://host:port", or "" (console).
+// Where a channel sends, for people: a redacted URL (an ntfy topic hidden too: it is the
+// channel's secret), "smtp://host:port", or "" (console).
 std::string Destination(const ChannelConfig& c);
 
 // Judging answers (exposed for tests). Retry-After is seconds or an HTTP date.

@@ -149,10 +149,10 @@ namespace {
 class DiscordChannel : public Channel {
  public:
   DiscordChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
-  SendResult Send(const Notification& n, const std::string&, double now) override {
+  SendResult DoSend(const Notification& n, const std::string&, double now) override {
     return Post(DiscordMessage(n, ExpandLinkTemplate(config().link_template, n)), now);
   }
-  SendResult SendGroup(const Group& g, const std::string&, double now) override {
+  SendResult DoSendGroup(const Group& g, const std::string&, double now) override {
     return Post(DiscordGroupMessage(g, config().link_template), now);
   }
 
@@ -167,10 +167,10 @@ class NtfyChannel : public Channel {
  public:
   NtfyChannel(ChannelConfig c, Url root, std::string topic)
       : Channel(std::move(c)), root_(std::move(root)), topic_(std::move(topic)) {}
-  SendResult Send(const Notification& n, const std::string&, double now) override {
+  SendResult DoSend(const Notification& n, const std::string&, double now) override {
     return Post(NtfyMessage(n, topic_, ExpandLinkTemplate(config().link_template, n)), now);
   }
-  SendResult SendGroup(const Group& g, const std::string&, double now) override {
+  SendResult DoSendGroup(const Group& g, const std::string&, double now) override {
     return Post(NtfyGroupMessage(g, topic_), now);
   }
 

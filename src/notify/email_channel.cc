@@ -75,10 +75,10 @@ class EmailChannel : public Channel {
   EmailChannel(ChannelConfig c, SmtpServer server, Addressing a)
       : Channel(std::move(c)), server_(std::move(server)), a_(std::move(a)) {}
 
-  SendResult Send(const Notification& n, const std::string& message_id, double now) override {
+  SendResult DoSend(const Notification& n, const std::string& message_id, double now) override {
     return Mail(RenderEmail(n, ExpandLinkTemplate(config().link_template, n)), message_id, now);
   }
-  SendResult SendGroup(const Group& g, const std::string& message_id, double now) override {
+  SendResult DoSendGroup(const Group& g, const std::string& message_id, double now) override {
     return Mail(RenderGroupEmail(g, config().link_template), message_id, now);
   }
 
@@ -104,10 +104,10 @@ class SendGridChannel : public Channel {
   SendGridChannel(ChannelConfig c, Url url, Addressing a)
       : Channel(std::move(c)), url_(std::move(url)), a_(std::move(a)) {}
 
-  SendResult Send(const Notification& n, const std::string& message_id, double now) override {
+  SendResult DoSend(const Notification& n, const std::string& message_id, double now) override {
     return Post(RenderEmail(n, ExpandLinkTemplate(config().link_template, n)), message_id, now);
   }
-  SendResult SendGroup(const Group& g, const std::string& message_id, double now) override {
+  SendResult DoSendGroup(const Group& g, const std::string& message_id, double now) override {
     return Post(RenderGroupEmail(g, config().link_template), message_id, now);
   }
 

@@ -20,6 +20,7 @@
 
 #include "notify/net.h"
 #include "notify/render.h"
+#include "notify/secrets.h"
 
 namespace tw::notify {
 namespace {
@@ -159,13 +160,7 @@ class Session {
   }
 
   std::string Scrub(std::string text) const {
-    for (const auto& s : secrets_) {
-      size_t pos = 0;
-      while (!s.empty() && (pos = text.find(s, pos)) != std::string::npos) {
-        text.replace(pos, s.size(), "…");
-        pos += std::string_view("…").size();
-      }
-    }
+    text = ScrubSecrets(std::move(text), secrets_);
     for (char& c : text)
       if (static_cast<unsigned char>(c) < 0x20 && c != '\n') c = '?';
     return TruncateUtf8(text, kMaxTextBytes);

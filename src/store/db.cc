@@ -1,6 +1,24 @@
 #include "store/db.h"
 
+#include <cstdio>
+
 namespace tw::store {
+
+namespace {
+
+// SQLite's verdict as a Code: what the daemon and the CLI tell apart (docs/errors.md).
+Code CodeOf(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+    case SQLITE_IOERR: return Code::kIo;
+    case SQLITE_CORRUPT: return Code::kCorrupt;
+    case SQLITE_NOTADB: return Code::kNotOurs;
+    case SQLITE_READONLY: return Code::kReadOnly;
+    default: return Code::kInternal;
+  }
+}
+
+}  // namespace
 
 Stmt& Stmt::operator=(Stmt&& o) noexcept {
   if (this != &o) {
@@ -20,9 +38,7 @@ Result<bool> Stmt::Step() {
   const int rc = sqlite3_step(s_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  Code code = (rc == SQLITE_FULL || rc == SQLITE_IOERR || (rc & 0xff) == SQLITE_IOERR) ? Code::kIo
-                                                                                       : Code::kInternal;
-  Status st(code, std::string("sqlite: ") + sqlite3_errmsg(db_) + " (in: " +
+  Status st(CodeOf(rc), std::string("sqlite: ") + sqlite3_errmsg(db_) + " (in: " +
                       (sqlite3_sql(s_) ? std::string(sqlite3_sql(s_)).substr(0, 80) : "?") + ")");
   sqlite3_reset(s_);
   return st;
@@ -43,13 +59,28 @@ std::string Stmt::Text(int col) const {
 
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, Mode mode) {
   sqlite3* raw = nullptr;
-  const int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
-                                            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int flags = mode == Mode::kReadWrite ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                    : mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
+                                              : SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+  std::string name = path;
+  if (mode == Mode::kImmutable) {
+    name = "file:";
+    for (const char c : path) {  // a URI: escape what would end or bend the path
+      if (c == '?' || c == '#' || c == '%') {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+        name += hex;
+      } else {
+        name += c;
+      }
+    }
+    name += "?immutable=1";
+  }
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     sqlite3_close(raw);
-    return Status(mode == Mode::kReadOnly ? Code::kNotFound : Code::kIo,
+    return Status(mode != Mode::kReadWrite ? Code::kNotFound : Code::kIo,
                   path + ": cannot open database: " + msg);
   }
   sqlite3_extended_result_codes(raw, 1);
@@ -60,11 +91,7 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, Mode mode) {
 Db::~Db() { sqlite3_close_v2(db_); }
 
 Status Db::Error(std::string_view what) const {
-  const int rc = sqlite3_errcode(db_);
-  Code code = (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_IOERR ? Code::kIo
-              : (rc & 0xff) == SQLITE_NOTADB                           ? Code::kNotOurs
-                                                                       : Code::kInternal;
-  return Status(code, path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_));
+  return Status(CodeOf(sqlite3_extended_errcode(db_)), path_ + ": " + std::string(what) + ": " + sqlite3_errmsg(db_));
 }
 
 Status Db::Exec(std::string_view sql) {

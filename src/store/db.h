@@ -56,7 +56,9 @@ class Stmt {
 
 class Db {
  public:
-  enum class Mode { kReadWrite, kReadOnly };
+  // kImmutable: read-only without any locking or -shm file, for a store on read-only media
+  // (nothing can be writing it); what only its -wal file holds is not seen.
+  enum class Mode { kReadWrite, kReadOnly, kImmutable };
   static Result<std::unique_ptr<Db>> Open(const std::string& path, Mode mode);
   ~Db();
   Db(const Db&) = delete;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <cmath>
+#include <thread>
 
 #include "base/clock.h"
 #include "store/migrations.h"
@@ -25,6 +26,23 @@ struct Store::Statements {
   Stmt insert_event, add_counters;
   Stmt set_config, del_config, set_summary, del_summary, upsert_hparam;
 };
+
+namespace {
+
+// Switching a new file to WAL takes an exclusive lock that SQLite does not wait for (its busy
+// handler is not called there): of processes opening one new store at once, all but one got
+// "database is locked". Wait for it as the busy timeout (5 s) waits for other locks.
+Status SetWal(Db& d) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    Status st = d.Exec("PRAGMA journal_mode=WAL");
+    if (st.ok() || (sqlite3_errcode(d.raw()) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline)
+      return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, mode_t create_mode) {
   // A new store is created here with `create_mode` before SQLite would create it 0644 (less
@@ -48,12 +66,18 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, mode_t creat
   Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadWrite);
   if (!db.ok()) return db.status();
   Db& d = **db;
+  // SQLite falls back to reading a file it may not write; every write would fail later.
+  if (sqlite3_db_readonly(d.raw(), "main") == 1)
+    return Status(Code::kReadOnly, path + ": the store is read-only (the file, or its file system, cannot be "
+                                          "written)");
   // WAL lets sqlite3/pandas/Grafana read while we write; NORMAL is durable at each
   // checkpoint and crash-safe (a power loss can drop only the last commits, never corrupt).
-  Status st = d.Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;");
+  Status st = SetWal(d);
+  if (st.ok()) st = d.Exec("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;");
   if (!st.ok()) {
     if (st.code() == Code::kNotOurs)
       return Status(Code::kNotOurs, path + ": not a trainwatch database (not SQLite)");
+    if (st.code() == Code::kCorrupt) return Status(Code::kCorrupt, path + ": the store is corrupt (" + st.message() + ")");
     return st;
   }
   TW_RETURN_IF_ERROR(Migrate(d));
@@ -535,8 +559,19 @@ Result<std::unique_ptr<Db>> OpenReadOnly(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return NotFound(path + ": no such database");
   Result<std::unique_ptr<Db>> db = Db::Open(path, Db::Mode::kReadOnly);
   if (!db.ok()) return db.status();
-  TW_RETURN_IF_ERROR(CheckOurs(**db));
-  return db;
+  Status ours = CheckOurs(**db);
+  if (ours.ok()) return db;
+  const int rc = sqlite3_extended_errcode((*db)->raw());
+  if ((rc & 0xff) != SQLITE_CANTOPEN && (rc & 0xff) != SQLITE_READONLY) return ours;
+  // A WAL store on read-only media (a read-only mount, directory or file): a reader needs its
+  // -shm file, which cannot be made there. Nothing can be writing it, so read it as immutable.
+  const Status unreadable(Code::kReadOnly, path + ": cannot read the store where it is: SQLite needs to create " +
+                                               path + "-shm beside it, and its directory or mount is read-only (" +
+                                               sqlite3_errstr(rc) + ")");
+  Result<std::unique_ptr<Db>> frozen = Db::Open(path, Db::Mode::kImmutable);
+  if (!frozen.ok()) return unreadable;
+  if (Status again = CheckOurs(**frozen); !again.ok()) return again;
+  return frozen;
 }
 
 }  // namespace tw::store
