@@ -341,6 +341,10 @@ TEST_F(ConfigGuard, NonAsciiWhereTomlppSkipsWhitespaceIsRefusedByLineAndColumn) 
   EXPECT_NE(e.find(path_ + ":1:1: "), std::string::npos) << e;
   e = LoadError("[log]\nverbose = true \xef\xbc\xa1\n");
   EXPECT_NE(e.find(path_ + ":2:16: "), std::string::npos) << e;
+  // fuzz_config's find past the first guard: a quote glued to a bare value opens no string
+  // (toml++ scans "1that'..." as one token up to a terminator).
+  e = LoadError(std::string("# trconds.\ncne = 1that'\xef\xbb\xaf-\0@\0n{the ra te\n", 42));
+  EXPECT_NE(e.find(path_ + ":2:13: non-ASCII character outside a string or comment"), std::string::npos) << e;
   e = LoadError("[store]\npath = \"\"\"a\\\n   \xc3\xa9\"\"\"\n");
   EXPECT_NE(e.find(path_ + ":3:4: a non-ASCII character right after a line-ending backslash"), std::string::npos)
       << e;

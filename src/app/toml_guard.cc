@@ -28,6 +28,7 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
   size_t line = 1, line_start = 0;
   int nesting = 0;            // open value arrays and inline tables: their '[' is no table header
   bool line_has_code = false;  // a non-blank byte outside strings and comments on this line
+  char last = '\n';             // the last such byte
   auto refuse = [&](size_t at, const char* why) {
     return InvalidArgument(path + ":" + std::to_string(line) + ":" + std::to_string(at - line_start + 1) +
                            ": " + why);
@@ -38,14 +39,14 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
     if (c == '\n') {
       ++line;
       line_start = i + 1;
-      line_has_code = false;
+      if (in != In::kMultiBasic && in != In::kMultiLiteral) line_has_code = false;
       // Single-line strings and comments end here (an unclosed string is toml++'s error).
       if (in == In::kComment || in == In::kBasic || in == In::kLiteral) in = In::kCode;
       ++i;
       continue;
     }
     switch (in) {
-      case In::kCode:
+      case In::kCode: {
         if (NonAscii(c))
           return refuse(i, "non-ASCII character outside a string or comment (TOML allows them only "
                            "inside quotes and after #)");
@@ -59,20 +60,31 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
             return refuse(j, "a table header must start with a key ([name] or [\"name\"])");
           i = j;
           line_has_code = true;
+          last = '[';
           continue;
         }
         if (c == '[' || c == '{') ++nesting;
         if ((c == ']' || c == '}') && nesting > 0) --nesting;
-        if (c != ' ' && c != '\t' && c != '\r') line_has_code = true;
+        // A quote opens a string only where a key or value starts: first on its line, or after
+        // = [ , { or a dotted key's dot. Glued to a bare token ("1that'") it does not: toml++
+        // reads that token on to a terminator, asking of each character whether it is
+        // whitespace, so what follows the quote is code.
+        const bool opens = !line_has_code || last == '=' || last == '[' || last == ',' || last == '{' ||
+                           last == '.';
+        if (c != ' ' && c != '\t' && c != '\r') {
+          line_has_code = true;
+          last = c;
+        }
         if (c == '#') {
           in = In::kComment;
-        } else if (c == '"' || c == '\'') {
+        } else if ((c == '"' || c == '\'') && opens) {
           const bool multi = RunOf(text, i, c) >= 3;
           in = c == '"' ? (multi ? In::kMultiBasic : In::kBasic) : (multi ? In::kMultiLiteral : In::kLiteral);
           i += multi ? 3 : 1;
           continue;
         }
         break;
+      }
       case In::kComment:
         break;
       case In::kBasic:
