@@ -22,6 +22,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/utf8.h"
+#include "diagnose/rule.h"
 #include "support/daemon_process.h"
 #include "support/event_writer.h"
 #include "support/test_env.h"
@@ -402,6 +403,24 @@ TEST_F(ConfigGuard, DaemonRefusesTheFileWithAClearMessage) {
   const int rc = RunCommand(Cli() + " daemon --config " + Q(path_) + " </dev/null 2>&1", &out);
   EXPECT_EQ(rc, 78) << out;
   EXPECT_NE(out.find(path_ + ":3:28: non-ASCII character outside a string or comment"), std::string::npos) << out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rule headers
+
+// Found by fuzz/fuzz_rule_header: "for: nan" passed the "must be >= 0" check (NaN compares
+// false), and a parameter could default to NaN or infinity.
+TEST(RuleHeader, NonFiniteNumbersAreRefused) {
+  for (const char* v : {"nan", "-nan", "inf", "infinity"}) {
+    Result<diagnose::Rule> r = diagnose::ParseRule(std::string("-- id: x\n-- for: ") + v + "\nSELECT 1", "r.sql");
+    ASSERT_FALSE(r.ok()) << v;
+    EXPECT_NE(r.status().message().find("r.sql:2: for must be a number of seconds >= 0"), std::string::npos)
+        << r.status().message();
+    r = diagnose::ParseRule(std::string("-- id: x\n-- param z = ") + v + ": z\nSELECT 1", "r.sql");
+    ASSERT_FALSE(r.ok()) << v;
+    EXPECT_NE(r.status().message().find("r.sql:2: parameter z: '"), std::string::npos) << r.status().message();
+  }
+  EXPECT_TRUE(diagnose::ParseRule("-- id: x\n-- for: 30\n-- param z = 1e3: z\nSELECT 1", "r.sql").ok());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -49,10 +50,12 @@ std::vector<std::string> SplitList(std::string_view s) {
   return out;
 }
 
+// A finite number: from_chars also reads "nan" and "inf", which no threshold or duration means
+// (a NaN `for` or parameter makes every comparison false: the rule silently never fires).
 bool ParseNumber(std::string_view s, double* out) {
   s = Trim(s);
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
 }
 
 bool ValidName(std::string_view s) {
