@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages trainwatch builds against (idempotent; quick when present).
+#   tools/install-deps.sh          what the release, debug and asan presets need
+#   tools/install-deps.sh --fuzz   and clang 16 with its libFuzzer/sanitizer runtimes, for the
+#                                  fuzz preset (Debian 12's default clang 14 cannot compile
+#                                  src/diagnose/engine.cc: C++20 lambdas capturing structured
+#                                  bindings)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev zlib1g-dev
       libsqlite3-dev sqlite3 libboost1.81-dev libboost-json1.81-dev libgtest-dev libgmock-dev
       libbenchmark-dev libssl-dev libtomlplusplus-dev systemd procps
       python3-aiosmtpd)  # the SMTP server the email tests talk to (/usr/bin/python3)
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) pkgs+=(clang-16 libclang-rt-16-dev) ;;
+    *) echo "usage: $0 [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

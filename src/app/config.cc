@@ -1,5 +1,6 @@
 #include "app/config.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <set>
 #include <toml++/toml.h>
 
+#include "app/toml_guard.h"
+#include "base/file_io.h"
 #include "notify/email_channel.h"
 
 namespace tw::app {
@@ -21,6 +24,8 @@ namespace tw::app {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr int64_t kMaxConfigBytes = 4 << 20;  // a config is a few KiB; more is no config
 
 std::string Where(const std::string& file, const toml::source_region& src) {
   return file + ":" + std::to_string(src.begin.line) + ": ";
@@ -439,12 +444,35 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
 }  // namespace
 
 Result<Config> LoadConfigFile(const std::string& path) {
+  // Non-blocking open and regular files only: a FIFO or a device named as the config must be
+  // refused, not waited on or read forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return InvalidArgument(path + ": cannot read config: " + std::strerror(errno));
+  struct stat st {};
+  std::string text;
+  Status read = ::fstat(fd, &st) != 0 ? IoError(path + ": cannot read config: " + std::strerror(errno))
+                : !S_ISREG(st.st_mode)  ? InvalidArgument(path + ": cannot read config: not a regular file")
+                : st.st_size > kMaxConfigBytes
+                    ? InvalidArgument(path + ": cannot read config: larger than " +
+                                      std::to_string(kMaxConfigBytes >> 20) + " MiB")
+                    : Status::Ok();
+  if (read.ok()) {
+    text.resize(static_cast<size_t>(st.st_size));
+    Result<size_t> n = ReadAt(fd, path, text.data(), text.size(), 0);
+    if (n.ok()) text.resize(*n);
+    else read = n.status();
+  }
+  ::close(fd);
+  if (!read.ok()) return InvalidArgument(read.message());
+  return ParseConfig(text, path);
+}
+
+Result<Config> ParseConfig(std::string_view text, const std::string& path) {
+  TW_RETURN_IF_ERROR(CheckTomlText(text, path));  // before toml++ sees what it mishandles
   toml::table root;
   try {
-    root = toml::parse_file(path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
-    if (e.source().begin.line == 0)
-      return InvalidArgument(path + ": cannot read config: " + std::string(e.description()));
     return InvalidArgument(Where(path, e.source()) + std::string(e.description()));
   }
   Config c;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -56,6 +57,9 @@ std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config);
 
 // Parses a TOML config file. Relative roots and db paths resolve against the file's directory.
 Result<Config> LoadConfigFile(const std::string& path);
+// The same for a file's text already read; `path` names it in messages and anchors its
+// relative paths.
+Result<Config> ParseConfig(std::string_view text, const std::string& path);
 
 // The default store location with no config: $STATE_DIRECTORY (systemd's StateDirectory=)
 // if set, else the current directory.

@@ -1,6 +1,7 @@
 // A small JSON writer for the objects trainwatch emits (diagnosis evidence, reports, query
-// output): strings escaped, numbers in shortest round-trip form, NaN and ±Inf as null (JSON has
-// neither). Parsing, where needed, goes through SQLite's json functions or Boost.JSON.
+// output): strings escaped and always valid UTF-8, numbers in shortest round-trip form, NaN
+// and ±Inf as null (JSON has neither). Parsing, where needed, goes through SQLite's json
+// functions or Boost.JSON.
 #pragma once
 
 #include <string>
@@ -9,7 +10,9 @@
 
 namespace tw {
 
-// `v` as a quoted, escaped JSON string.
+// `v` as a quoted JSON string that is always valid UTF-8, whatever the bytes of `v`: each
+// maximal invalid subpart becomes U+FFFD (as Python's errors="replace" does), and control
+// characters, DEL, U+2028 and U+2029 are escaped. Every JSON writer quotes through this.
 std::string JsonQuote(std::string_view v);
 // A number as JSON: integers without a fraction, NaN/Inf as null.
 std::string JsonNumber(double v);
@@ -22,7 +25,8 @@ class Json {
   Json& Num(std::string_view key, double v) { return Member(key, JsonNumber(v)); }
   Json& Str(std::string_view key, std::string_view v) { return Member(key, JsonQuote(v)); }
   Json& Bool(std::string_view key, bool v) { return Member(key, v ? "true" : "false"); }
-  Json& Raw(std::string_view key, std::string_view json) { return Member(key, json); }
+  // `json` must be JSON text; invalid UTF-8 in it is replaced (see JsonQuote).
+  Json& Raw(std::string_view key, std::string_view json);
   Json& Nested(std::string_view key, const Json& v) { return Member(key, v.str()); }
   // Arrays: appends an element.
   Json& Push(const Json& v) { return Member("", v.str()); }

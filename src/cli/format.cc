@@ -33,8 +33,6 @@ std::string CsvQuote(const std::string& v) {
   return out + "\"";
 }
 
-std::string JsonString(const std::string& v) { return JsonQuote(v); }
-
 std::string JsonCell(store::Stmt& s, int col) {
   switch (s.ColumnType(col)) {
     case SQLITE_NULL: return "null";
@@ -47,7 +45,7 @@ std::string JsonCell(store::Stmt& s, int col) {
       return buf;
     }
     case SQLITE_BLOB: return "null";
-    default: return JsonString(s.Text(col));
+    default: return JsonQuote(s.Text(col));
   }
 }
 
@@ -87,7 +85,7 @@ Result<int64_t> PrintRows(store::Stmt& stmt, Format format, std::ostream& out) {
     } else {
       out << '{';
       for (int c = 0; c < cols; ++c)
-        out << (c ? "," : "") << JsonString(names[c]) << ':' << JsonCell(stmt, c);
+        out << (c ? "," : "") << JsonQuote(names[c]) << ':' << JsonCell(stmt, c);
       out << "}\n";
     }
   }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/json.h"
 #include "diagnose/sql_functions.h"
 #include "diagnose/step_metric.h"
 #include "diagnose/verdict.h"
@@ -105,6 +106,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   } const fixed[] = {
       {&e->series_tag_, "SELECT tag FROM series WHERE series_id = ?"},
       {&e->run_name_, "SELECT name FROM runs WHERE run_id = ?"},
+      {&e->json_valid_, "SELECT json_valid(?)"},
       // How long a condition has held: the series' last wall time minus that at the onset.
       {&e->held_,
        "SELECT (SELECT max(wall_time) FROM scalars WHERE series_id = ?1 AND superseded = 0) - "
@@ -318,6 +320,14 @@ Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, E
     o.last_step = OptInt(s, p.col[kLast]);
     o.message = s.Text(p.col[kMessage]);
     if (p.col[kEvidence] >= 0 && !s.IsNull(p.col[kEvidence])) o.evidence = s.Text(p.col[kEvidence]);
+    // Reports and payloads embed the evidence as JSON: a (user) rule's evidence that is no
+    // JSON is kept as a string, never spliced in to break them.
+    if (!o.evidence.empty()) {
+      json_valid_.Reset();
+      Result<bool> row = json_valid_.Bind(1, o.evidence).Step();
+      if (!row.ok() || !*row || json_valid_.Int(0) != 1) o.evidence = Json().Str("text", o.evidence).str();
+      json_valid_.Reset();
+    }
     o.cause = p.col[kCause] >= 0 && !s.IsNull(p.col[kCause]) ? s.Text(p.col[kCause]) : r.cause;
     o.fix = p.col[kFix] >= 0 && !s.IsNull(p.col[kFix]) ? s.Text(p.col[kFix]) : r.fix;
     if (o.message.empty()) continue;  // a row that says nothing is no finding

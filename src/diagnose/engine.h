@@ -133,7 +133,7 @@ class Engine {
   std::vector<Rule> rules_;
   std::vector<std::unique_ptr<Prepared>> prepared_;
   // Statements every evaluation runs per run or per observation, prepared once in Open().
-  store::Stmt series_tag_, held_, run_name_, forecast_;
+  store::Stmt series_tag_, held_, run_name_, forecast_, json_valid_;
   std::unique_ptr<StepMetrics> step_metrics_;  // W&B trainer steps beside `_step` (step_metric.h)
   std::vector<std::string> load_errors_;
   std::vector<RolePattern> patterns_;

@@ -50,10 +50,12 @@ std::vector<std::string> SplitList(std::string_view s) {
   return out;
 }
 
+// A finite number: from_chars also reads "nan" and "inf", which no threshold or duration means
+// (a NaN `for` or parameter makes every comparison false: the rule silently never fires).
 bool ParseNumber(std::string_view s, double* out) {
   s = Trim(s);
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
+  return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
 }
 
 bool ValidName(std::string_view s) {
@@ -76,7 +78,7 @@ Status ParseParam(std::string_view v, RuleParam* p) {
     rest = rest.substr(0, colon);
   }
   // from_chars reads "nan" and "inf": a threshold that compares false (or true) with everything.
-  if (!ParseNumber(rest, &p->default_value) || !std::isfinite(p->default_value))
+  if (!ParseNumber(rest, &p->default_value))
     return InvalidArgument("parameter " + p->name + ": '" + std::string(Trim(rest)) + "' is not a finite number");
   return Status::Ok();
 }
@@ -135,7 +137,7 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
       if (value != "run" && value != "all") return fail("scope must be run or all");
       r.scope_all = value == "all";
     } else if (key == "for") {
-      if (!ParseNumber(value, &r.for_seconds) || !std::isfinite(r.for_seconds) || r.for_seconds < 0)
+      if (!ParseNumber(value, &r.for_seconds) || r.for_seconds < 0)
         return fail("for must be a number of seconds >= 0");
     } else if (key == "inhibited_by") {
       r.inhibited_by = SplitList(value);
