@@ -2,6 +2,7 @@
 // outside, on real processes (the trainwatch binary this tree built). A plain program.
 //
 //   daemon_bench [--latency] [--idle] [--rss] [--backfill] [--live-alarm]  (none: all five)
+//                [--hostile [--kills N] [--junk-gib N]]   (only when named)
 //                [--appends N] [--spacing-ms MS] [--poll-us US] [--rescan-interval SECS]
 //                [--quiet-runs N] [--inotify-rescan SECS]
 //                [--idle-runs N] [--idle-window SECS] [--rss-large N]
@@ -56,6 +57,13 @@
 //    diagnosis of all the history (the daemon's "diagnosis: caught up" line) from the daemon's
 //    start. Baseline, in the same run: the same live run and NaN with no history. --reps K
 //    times each, interleaved; the median of each, and their ratio.
+// 6. hostile (only when named): a history of --mib MiB in 40 runs (as in 5.), a live run, a FIFO
+//    and a --junk-gib GiB sparse file named like event files, and a user rule that loops
+//    forever; the daemon (its defaults, a webhook to a loopback receiver) is killed with
+//    SIGKILL --kills times (default 30) at random moments 0.3-3 s after each start, then started
+//    once more and left to catch up; then the live run logs a NaN (t0 before the flush) and the
+//    webhook for it is timed; SIGTERM; and the store is compared (DumpStore: every point and run
+//    event) with a one-shot `trainwatch ingest` of the same files: lines doubled and lost.
 //
 // Every daemon is started with its stderr in a log file in the work dir, killed (SIGTERM,
 // then SIGKILL after 5 s) and reaped when its part ends or fails, and dies with this program
@@ -94,6 +102,7 @@
 #include "store/store.h"
 #include "support/event_writer.h"
 #include "support/http_server.h"
+#include "support/store_dump.h"
 
 #ifndef TW_CLI_BINARY
 #error "TW_CLI_BINARY must name the trainwatch binary (bench/CMakeLists.txt defines it)"
@@ -126,7 +135,9 @@ void SleepSeconds(double s) {
 }
 
 struct Options {
-  bool latency = false, idle = false, rss = false, backfill = false, live_alarm = false;
+  bool latency = false, idle = false, rss = false, backfill = false, live_alarm = false, hostile = false;
+  int kills = 30;
+  double junk_gib = 4;
   int history_runs = 240;
   double history_mib = 1024;
   int appends = 200;
@@ -167,6 +178,12 @@ Options ParseArgs(int argc, char** argv) {
       o.backfill = any = true;
     } else if (a == "--live-alarm") {
       o.live_alarm = any = true;
+    } else if (a == "--hostile") {
+      o.hostile = any = true;
+    } else if (a == "--kills") {
+      o.kills = static_cast<int>(positive(std::atoi(value().c_str())));
+    } else if (a == "--junk-gib") {
+      o.junk_gib = positive(std::atof(value().c_str()));
     } else if (a == "--history-runs") {
       o.history_runs = static_cast<int>(positive(std::atoi(value().c_str())));
     } else if (a == "--history-mib") {
@@ -200,7 +217,8 @@ Options ParseArgs(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: daemon_bench [--latency] [--idle] [--rss] [--backfill] [--live-alarm] "
-          "(default: all)\n"
+          "[--hostile] (default: all but --hostile)\n"
+          "                    [--kills N] [--junk-gib N]\n"
           "                    [--history-runs N] [--history-mib N]\n"
           "                    [--appends N] [--spacing-ms MS] [--poll-us US] "
           "[--rescan-interval SECS]\n"
@@ -1189,6 +1207,128 @@ void PartLiveAlarm(const Options& o, const fs::path& work) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// 6. hostile: kill -9s during a backfill beside a FIFO, a huge garbage file and a looping rule
+
+void PartHostile(const Options& o, const fs::path& work) {
+  std::printf("\n== 6. hostile: %d kill -9s during ingest beside a FIFO, a %.0f GiB garbage file and a "
+              "looping rule; then a NaN's alarm and the store against a one-shot ingest\n",
+              o.kills, o.junk_gib);
+  const fs::path logdir = work / "hostile", rules = work / "hostile-rules";
+  const fs::path db = work / "hostile.db", log = work / "hostile.log", config = work / "hostile.toml";
+  const auto g0 = Clock::now();
+  const Tree h = MakeHistory(logdir / "old", 40, o.mib);
+  fs::create_directories(logdir / "fifo");
+  const fs::path fifo = logdir / "fifo" / "events.out.tfevents.1.fifo";
+  if (::mkfifo(fifo.c_str(), 0644) != 0) Die("mkfifo " + fifo.string());
+  fs::create_directories(logdir / "junk");
+  const fs::path junk = logdir / "junk" / "events.out.tfevents.1.junk";
+  std::ofstream(junk).close();
+  if (::truncate(junk.c_str(), static_cast<off_t>(o.junk_gib * 1024 * kMiB)) != 0) Die("truncate " + junk.string());
+  testing::EventFileWriter live(
+      (logdir / "live" / "version_0" / testing::EventFileName(1700000000, "bench-host", 7, 0)).string());
+  const double wall0 = static_cast<double>(::time(nullptr)) - 600;
+  live.Add(testing::FileVersionEvent(wall0, testing::kTorchSourceWriter));
+  for (int s = 0; s < 300; ++s)
+    live.Add(testing::SimpleScalarEvent("train/loss", s, wall0 + s, 2.0f * std::exp(-s / 100.0f) + 0.1f));
+  live.Flush();
+  fs::create_directories(rules);
+  std::ofstream(rules / "loop.sql") << "-- id: loops_forever\n-- title: A rule that never returns\n"
+                                       "-- roles: train_loss\n"
+                                       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)\n"
+                                       "SELECT 'never' AS message FROM c WHERE x < 0\n";
+  testing::HttpServer hook;
+  std::ofstream(config) << "[store]\npath = \"" << db.string() << "\"\n[watch]\nroots = [\"" << logdir.string()
+                        << "\"]\n[rules]\ndir = \"" << rules.string() << "\"\n";
+  std::printf("   history %.1f MiB in %" PRId64 " runs, a FIFO, %.0f GiB of garbage (sparse), a rule that loops "
+              "(generated in %.1f s)\n",
+              static_cast<double>(h.bytes) / kMiB, h.runs, o.junk_gib, Seconds(g0, Clock::now()));
+  const std::vector<std::string> daemon_args = {o.binary, "daemon", "--config", config.string(), "--webhook",
+                                                hook.url()};
+  RemoveDb(db);
+  fs::remove(log);
+  // Points committed so far, of the files that can be read (the history and the live run).
+  auto committed = [&] {
+    return testing::QueryInt(db.string(), "SELECT total(committed_offset) FROM sources WHERE path NOT LIKE '%/junk/%' "
+                                          "AND path NOT LIKE '%/fifo/%' AND status = 'active'");
+  };
+  const int64_t readable = h.bytes + static_cast<int64_t>(fs::file_size(live.path()));
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<double> pause(0.3, 3.0);
+  int kills = 0;
+  for (; kills < o.kills; ++kills) {
+    Process d(daemon_args, log);
+    SleepSeconds(pause(rng));
+    CheckAlive(d, "the daemon");
+    d.Kill();  // SIGKILL
+    if (committed() >= readable) break;  // nothing left to interrupt
+  }
+  std::printf("   %d kill -9s; %.0f%% of the readable bytes committed by then\n", kills,
+              100.0 * static_cast<double>(committed()) / static_cast<double>(readable));
+  Process d(daemon_args, log);
+  const auto restart = Clock::now();
+  while (committed() < readable) {
+    CheckAlive(d, "the daemon");
+    if (Seconds(restart, Clock::now()) > 600) Die("not caught up 600 s after the last restart");
+    SleepSeconds(0.05);
+  }
+  const double caught_up = Seconds(restart, Clock::now());
+  for (int s = 300; s < 305; ++s)
+    live.Add(testing::SimpleScalarEvent("train/loss", s, static_cast<double>(::time(nullptr)), std::nanf("")));
+  const double t0 = testing::SteadySeconds();
+  live.Flush();
+  double alarm = -1;
+  while (alarm < 0) {
+    CheckAlive(d, "the daemon");
+    for (const auto& req : hook.requests())
+      if (req.time >= t0 && req.body.find("non_finite_loss") != std::string::npos &&
+          req.body.find("live/version_0") != std::string::npos)
+        alarm = req.time - t0;
+    if (testing::SteadySeconds() - t0 > 120) Die("no NaN alarm 120 s after the flush; log:\n" + d.LogTail());
+    SleepSeconds(0.01);
+  }
+  SleepSeconds(2);  // anything sent twice would come now
+  int nan_alarms = 0;
+  for (const auto& req : hook.requests())
+    nan_alarms += req.body.find("non_finite_loss") != std::string::npos &&
+                  req.body.find("live/version_0") != std::string::npos && req.body.find("firing") != std::string::npos;
+  const std::string daemon_log = ReadFile(log);
+  auto count = [&](const std::string& text) {
+    int n = 0;
+    for (size_t at = daemon_log.find(text); at != std::string::npos; at = daemon_log.find(text, at + 1)) ++n;
+    return n;
+  };
+  double took = 0;
+  const int st = d.Stop(10, &took);
+  std::printf("   caught up %.1f s after the last start; NaN flushed -> webhook %.3f s (goal < 5 s: %s); "
+              "webhook requests naming it: %d\n",
+              caught_up, alarm, alarm < 5 ? "met" : "NOT met", nan_alarms);
+  std::printf("   SIGTERM -> exit %.2f s (%s); log: the FIFO refused %d times, the looping rule benched %d "
+              "times, over %d starts\n",
+              took, DescribeStatus(st).c_str(), count("not a regular file"), count("diagnosis rule skipped"),
+              kills + 1);
+  // The store against a one-shot ingest of the same files (the one-shot skips the FIFO and scans
+  // the garbage to its end).
+  const fs::path ref = work / "hostile-ref.db";
+  RunOneShot(o, work, logdir, ref);
+  auto dump = [](const fs::path& p) {
+    Result<std::unique_ptr<store::Db>> r = store::OpenReadOnly(p.string());
+    if (!r.ok()) Die("open " + p.string() + ": " + r.status().message());
+    return testing::DumpStore(**r);
+  };
+  const std::vector<std::string> got = dump(db), want = dump(ref);
+  std::vector<std::string> extra, missing;
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+  std::printf("   store vs one-shot: %zu lines vs %zu; %zu extra (doubled), %zu missing (lost): %s\n", got.size(),
+              want.size(), extra.size(), missing.size(), extra.empty() && missing.empty() ? "equal" : "DIFFERENT");
+  for (size_t i = 0; i < std::min<size_t>(extra.size(), 5); ++i) std::printf("     + %s\n", extra[i].c_str());
+  for (size_t i = 0; i < std::min<size_t>(missing.size(), 5); ++i) std::printf("     - %s\n", missing[i].c_str());
+  RemoveDb(db);
+  RemoveDb(ref);
+  if (o.keep.empty()) fs::remove_all(logdir);
+}
+
 fs::path MakeWorkDir(const Options& o) {
   if (!o.keep.empty()) {
     fs::create_directories(o.keep);
@@ -1226,6 +1366,7 @@ int main(int argc, char** argv) {
     if (o.rss) PartRss(o, work);
     if (o.backfill) PartBackfill(o, work);
     if (o.live_alarm) PartLiveAlarm(o, work);
+    if (o.hostile) PartHostile(o, work);
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "daemon_bench: %s\n", e.what());

@@ -31,7 +31,7 @@
 namespace tw::diagnose {
 
 struct RuleLimitOptions {
-  double seconds = 30;                 // per evaluation of one rule
+  double seconds = 10;                 // per evaluation of one rule
   int64_t memory_bytes = 512ll << 20;  // heap growth per evaluation of one rule
   bool operator==(const RuleLimitOptions&) const = default;
 };
