@@ -1303,10 +1303,9 @@ void PartHostile(const Options& o, const fs::path& work) {
   std::printf("   caught up %.1f s after the last start; NaN flushed -> webhook %.3f s (goal < 5 s: %s); "
               "webhook requests naming it: %d\n",
               caught_up, alarm, alarm < 5 ? "met" : "NOT met", nan_alarms);
-  std::printf("   SIGTERM -> exit %.2f s (%s); log: the FIFO refused %d times, the looping rule benched %d "
-              "times, over %d starts\n",
-              took, DescribeStatus(st).c_str(), count("not a regular file"), count("diagnosis rule skipped"),
-              kills + 1);
+  std::printf("   SIGTERM -> exit %.2f s (%s); log lines naming the FIFO: %d, the looping rule benched: %d; "
+              "over %d starts\n",
+              took, DescribeStatus(st).c_str(), count("/fifo/"), count("diagnosis rule skipped"), kills + 1);
   // The store against a one-shot ingest of the same files (the one-shot skips the FIFO and scans
   // the garbage to its end).
   const fs::path ref = work / "hostile-ref.db";

@@ -82,5 +82,29 @@ TEST(DaemonPriority, ALiveRunIsReadAndDiagnosedBeforeTheHistory) {
       << d.Log();
 }
 
+// A user rule that loops forever goes over its time limit on the live run and is benched; the
+// live run's NaN must not wait for that: the critical rules get a pass of their own first.
+TEST(DaemonPriority, ALiveRunsNanIsStoredBeforeASlowRuleIsStopped) {
+  TempDir dir;
+  const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
+  const std::string rules = dir / "rules", config = dir / "tw.toml";
+  testing::WriteFile(rules + "/loop.sql",
+                     "-- id: loops_forever\n-- title: A rule that never returns\n-- roles: train_loss\n"
+                     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)\n"
+                     "SELECT 'never' AS message FROM c WHERE x < 0\n");
+  testing::WriteFile(config, "[store]\npath = \"" + db + "\"\n[watch]\nroots = [\"" + root +
+                                 "\"]\n[rules]\ndir = \"" + rules + "\"\ntime_limit_seconds = 5\n");
+  WriteSickRun(root + "/live/events.out.tfevents.1.h", static_cast<double>(::time(nullptr)) - 400);
+  testing::DaemonProcess d({"--config", config}, log);
+  ASSERT_TRUE(testing::WaitFor([&] { return !FindingOrder(db).empty(); }, 60s)) << d.Log();
+  EXPECT_EQ(d.Log().find("diagnosis rule skipped"), std::string::npos)
+      << "the NaN was stored only after the looping rule's 5 s\n" << d.Log();
+  // The full pass then meets the looping rule, stops it, and the NaN stays firing.
+  EXPECT_TRUE(d.WaitForLog("diagnosis rule skipped", 60s)) << d.Log();
+  EXPECT_EQ(FindingOrder(db), std::vector<std::string>{"live"});
+  d.Signal(SIGTERM);
+  EXPECT_TRUE(d.Wait(10s).has_value()) << d.Log();
+}
+
 }  // namespace
 }  // namespace tw

@@ -158,6 +158,10 @@ void DiagnoseWorker::Loop() {
     if (!due) slice.clear();
     if (all) last_all = now;
     if (due) (live ? last_live : last_history) = now;
+    // A live run's critical findings (a NaN) are stored and sent first, in a pass of their own:
+    // the full pass may meet a slow rule (one that goes over its time limit costs that limit
+    // once before it is benched), which must not hold the alarm back.
+    if (live) Examine(slice, false, /*critical_only=*/true);
     const bool ok = Examine(slice, all);
     for (int64_t run : slice) todo_.erase(run);  // a failed run is retried when it changes
     const auto cost = Clock::now() - now;
@@ -194,8 +198,8 @@ std::vector<int64_t> DiagnoseWorker::NextSlice() const {
   return slice;
 }
 
-bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all) {
-  Result<diagnose::Evaluation> ev = engine_->Evaluate(&runs, UnixNow(), scope_all);
+bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only) {
+  Result<diagnose::Evaluation> ev = engine_->Evaluate(&runs, UnixNow(), scope_all, critical_only);
   if (!ev.ok()) {
     if (!stop_) log::Warning("diagnosis: " + ev.status().message());
     return false;

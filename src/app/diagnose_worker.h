@@ -57,8 +57,9 @@ class DiagnoseWorker {
   // The next runs to examine: live ones first, else the newest of the history; at most
   // `slice_runs_`.
   std::vector<int64_t> NextSlice() const;
-  // Examines `runs` (and the scope-all rules when `scope_all`); false if the engine failed.
-  bool Examine(const std::vector<int64_t>& runs, bool scope_all);
+  // Examines `runs` (and the scope-all rules when `scope_all`; only the critical rules when
+  // `critical_only`); stores the findings; false if the engine failed.
+  bool Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only = false);
 
   std::string db_path_;
   std::function<int64_t()> points_;

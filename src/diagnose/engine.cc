@@ -370,7 +370,9 @@ void Engine::Cancel() {
   sqlite3_interrupt(db_->raw());
 }
 
-Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all) {
+Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all,
+                                    bool critical_only) {
+  if (critical_only) scope_all = false;
   if (cancel_) return Internal("diagnosis cancelled");
   Result<RoleMap> map = AssignRoles(*db_, patterns_, runs);
   if (!map.ok()) return map.status();
@@ -401,6 +403,10 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
     ev.examined.push_back(run);
     for (auto& p : prepared_) {
       if (p->rule->scope_all) continue;
+      if (critical_only && p->rule->severity != Severity::kCritical) {
+        ev.incomplete_rules.insert(p->rule->id);
+        continue;
+      }
       const auto& have = roles[run];
       if (!std::all_of(p->rule->roles.begin(), p->rule->roles.end(),
                        [&](const std::string& r) { return have.count(r); }))
@@ -466,7 +472,10 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
   const std::set<int64_t> subjects(map->subjects.begin(), map->subjects.end());
   for (const auto& [run, severity] : worst)
     if (!subjects.count(run)) ev.verdicts.push_back(VerdictFor(run, RunName(run), severity));
-  if (!options_.disabled.count(kRunVerdictId)) {
+  if (critical_only) {  // a verdict weighs every rule's findings: the full evaluation gives it
+    ev.verdicts.clear();
+    ev.incomplete_rules.insert(kRunVerdictId);
+  } else if (!options_.disabled.count(kRunVerdictId)) {
     std::map<int64_t, std::vector<const Observation*>> by_run;
     for (const auto& o : ev.observations) by_run[o.run_id].push_back(&o);
     std::vector<Observation> verdicts;  // appended after: by_run points into ev.observations

@@ -109,7 +109,11 @@ class Engine {
   // 4, ... up to an hour), so a rule that loops costs its time limit about once an hour and
   // never holds back the others' findings for long; the other rules run on. A rule that did not
   // run on every examined run is listed in `incomplete_rules`.
-  Result<Evaluation> Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all = true);
+  // `critical_only`: only the rules whose header says critical (no scope-all rules, no
+  // verdicts), the others listed in `incomplete_rules`, so a caller can store a live run's
+  // critical findings (a NaN) before the full evaluation, which a slow rule may hold up.
+  Result<Evaluation> Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all = true,
+                              bool critical_only = false);
 
   // Thread-safe: makes a running Evaluate stop soon (between rules, and inside a statement
   // through sqlite3_interrupt and the rule limits' progress handler) and return a kInternal
