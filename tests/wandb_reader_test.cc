@@ -676,6 +676,40 @@ TEST(WandbScanner, ResyncStatePersistsAcrossReads) {
   }
 }
 
+// A record whose chunks add up to more than the reader takes is dropped as one problem and
+// reading goes on after it, without gathering it whole (a chain of MIDDLE chunks as long as the
+// file would otherwise be held in memory twice). One at the cap is read.
+TEST(WandbFileReader, ARecordOverTheCapIsDroppedAndReadingGoesOn) {
+  TempDir dir;
+  constexpr size_t kCap = 100 << 10;
+  tw::testing::WandbLogWriter w;
+  w.Add("before");
+  w.Add(std::string(kCap, 'a'));      // at the cap: read
+  w.Add(std::string(3 * kCap, 'b'));  // over it: dropped
+  w.Add("after");
+  const std::string path = dir / "run.wandb";
+  WriteFile(path, w.bytes());
+  FileReader r(path, 0, {}, 16 << 10, kCap);
+  ASSERT_TRUE(r.Open().ok());
+  std::vector<std::string> records;
+  std::vector<ProblemKind> problems;
+  for (int guard = 0; guard < 10000; ++guard) {
+    const FileReader::Step step = r.Next();
+    if (step == FileReader::Step::kEnd) break;
+    if (step == FileReader::Step::kRecord) records.push_back(std::string(r.record()).substr(0, 8));
+    if (step == FileReader::Step::kProblem) {
+      problems.push_back(r.problem().kind);
+      EXPECT_GE(r.problem().offset, w.RecordOffset(2));
+      EXPECT_LT(r.problem().offset, w.RecordEnd(2));
+      EXPECT_NE(r.problem().detail.find("larger than 102400 bytes"), std::string::npos) << r.problem().detail;
+    }
+  }
+  EXPECT_EQ(records, (std::vector<std::string>{"before", std::string(8, 'a'), "after"}));
+  EXPECT_EQ(problems, std::vector<ProblemKind>{ProblemKind::kRecordTooLarge});
+  EXPECT_EQ(r.position(), w.bytes().size());
+  EXPECT_TRUE(r.status().ok());
+}
+
 TEST(WandbScanner, FragmentsWithoutTheirRecordAreReported) {
   // A LAST with no FIRST, then a FIRST cut off by a FULL: both reported, the FULLs kept.
   std::string file = WandbFileHeader();

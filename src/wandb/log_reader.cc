@@ -59,6 +59,7 @@ const char* ProblemKindName(ProblemKind kind) {
     case ProblemKind::kBadChunk: return "bad_chunk";
     case ProblemKind::kBrokenFragments: return "broken_fragments";
     case ProblemKind::kNotWandb: return "not_wandb";
+    case ProblemKind::kRecordTooLarge: return "record_too_large";
   }
   return "unknown";
 }
@@ -276,6 +277,11 @@ Scanner::Step Scanner::Next() {
           consumed_ = cur_;
           return Step::kProblem;
         }
+        if (assembled_.size() + len > max_record_)
+          return Damage(ProblemKind::kRecordTooLarge, at, cur_,
+                        "the record begun at offset " + std::to_string(consumed_) +
+                            " is larger than " + std::to_string(max_record_) +
+                            " bytes, the most a record may be; its chunks are dropped");
         assembled_.append(payload, len);
         if (type == kMiddle) continue;
         assembling_ = false;
@@ -287,12 +293,14 @@ Scanner::Step Scanner::Next() {
   }
 }
 
-FileReader::FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk)
+FileReader::FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk,
+                       size_t max_record)
     : path_(std::move(path)),
       chunk_(chunk),
+      max_record_(max_record),
       start_offset_(offset),
       buf_base_(std::max(offset, kFileHeaderSize)),
-      scanner_({}, std::max(offset, kFileHeaderSize), state, BlockOrigin::kUnknown) {}
+      scanner_({}, std::max(offset, kFileHeaderSize), state, BlockOrigin::kUnknown, max_record) {}
 
 FileReader::~FileReader() {
   if (fd_ >= 0) ::close(fd_);
@@ -351,7 +359,7 @@ Status FileReader::Open() {
       if (checked) origin_ = o;
     }
   }
-  scanner_ = Scanner({}, buf_base_, scanner_.state(), origin_);
+  scanner_ = Scanner({}, buf_base_, scanner_.state(), origin_, max_record_);
   return status_;
 }
 
@@ -381,7 +389,8 @@ bool FileReader::Refill(uint64_t needed) {
     return false;
   }
   buf_len_ += *n;
-  scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state(), origin_);
+  scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state(), origin_,
+                     max_record_);
   return true;
 }
 

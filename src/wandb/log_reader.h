@@ -49,7 +49,14 @@ enum class ProblemKind {
   kBadChunk,         // a length past the block's end or an unknown type; ditto
   kBrokenFragments,  // a MIDDLE/LAST without a FIRST, or a FIRST cut off by a new record
   kNotWandb,         // the file is not a W&B transaction log; nothing more is read
+  kRecordTooLarge,   // a record's chunks add up to more than the reader takes; it is dropped
 };
+
+// The largest record gathered from its chunks. W&B's records (a history row, the config, a
+// summary) are kilobytes to a few MiB; a chain of MIDDLE chunks longer than this is damage or a
+// hostile file, and gathering it whole would hold it in memory twice (the record and the
+// window it is read from).
+constexpr size_t kMaxRecordBytes = size_t{256} << 20;
 const char* ProblemKindName(ProblemKind kind);
 
 struct Problem {
@@ -77,8 +84,10 @@ class Scanner {
   enum class Step { kRecord, kProblem, kNeedMore };
 
   // `window` holds the file's bytes from offset `base` (>= kFileHeaderSize).
-  Scanner(std::string_view window, uint64_t base, ScanState state, BlockOrigin origin)
-      : w_(window), base_(base), cur_(base), consumed_(base), state_(state), origin_(origin) {}
+  Scanner(std::string_view window, uint64_t base, ScanState state, BlockOrigin origin,
+          size_t max_record = kMaxRecordBytes)
+      : w_(window), base_(base), cur_(base), consumed_(base), state_(state), origin_(origin),
+        max_record_(max_record) {}
 
   // kRecord: record()/record_offset() are valid until the next call.
   // kProblem: problem() says what; call again to continue.
@@ -110,6 +119,7 @@ class Scanner {
                        // its fragments are being gathered)
   ScanState state_;
   BlockOrigin origin_;
+  size_t max_record_;
   std::string assembled_;  // fragments of the record being gathered
   bool assembling_ = false;
   std::string_view record_;
@@ -135,7 +145,8 @@ class FileReader {
   // nothing to return; position() and state() are a valid resume point. Call again.
   enum class Step { kRecord, kProblem, kYield, kEnd };
 
-  FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk = 1 << 20);
+  FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk = 1 << 20,
+             size_t max_record = kMaxRecordBytes);
   ~FileReader();
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;
@@ -174,6 +185,7 @@ class FileReader {
   std::string path_;
   int fd_ = -1;
   size_t chunk_;
+  size_t max_record_;
   uint64_t start_offset_;
   uint64_t size_ = 0;  // at Open
   std::string buf_;
