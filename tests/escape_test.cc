@@ -318,6 +318,20 @@ TEST_F(HostileStore, RunsQueryStatusAndDiagnoseAlwaysPrintStrictJson) {
       << ReadFile(diagnose);
 }
 
+// Tables are for terminals: no name may send an escape sequence or break a row in two.
+TEST_F(HostileStore, TablesShowControlCharactersEscaped) {
+  const std::string runs = Output("runs --db " + Q(db_), "runs.txt");
+  const std::string query = Output("query --db " + Q(db_) + " 'SELECT r.name, s.tag FROM series s JOIN runs r USING (run_id)'",
+                                   "query.txt");
+  const size_t n = HostileNames().size();
+  for (const std::string& path : {runs, query}) {
+    const std::string text = ReadFile(path);
+    for (unsigned char c : text) ASSERT_TRUE(c >= 0x20 || c == '\n') << path << ":\n" << text;
+    EXPECT_GE(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')), n) << text;
+  }
+  EXPECT_NE(ReadFile(query).find("\\x1b[2J"), std::string::npos) << ReadFile(query);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The config file and toml++ 3.3.0
 

@@ -1,6 +1,7 @@
 #include "cli/format.h"
 
 #include "base/json.h"
+#include "base/log.h"
 
 #include <cmath>
 #include <cstdio>
@@ -75,8 +76,10 @@ Result<int64_t> PrintRows(store::Stmt& stmt, Format format, std::ostream& out) {
     if (!*row) break;
     ++rows;
     if (format == Format::kTable) {
+      // A table is for a terminal: a name's control characters (an escape sequence, a newline)
+      // are shown escaped, as in log lines, not sent to it. CSV and JSON keep the bytes.
       std::vector<std::string> r;
-      for (int c = 0; c < cols; ++c) r.push_back(CellText(stmt, c));
+      for (int c = 0; c < cols; ++c) r.push_back(log::Escape(CellText(stmt, c)));
       table.push_back(std::move(r));
     } else if (format == Format::kCsv) {
       for (int c = 0; c < cols; ++c)
@@ -90,6 +93,7 @@ Result<int64_t> PrintRows(store::Stmt& stmt, Format format, std::ostream& out) {
     }
   }
   if (format == Format::kTable) {
+    for (auto& n : names) n = log::Escape(n);
     std::vector<size_t> width(cols);
     for (int c = 0; c < cols; ++c) width[c] = names[c].size();
     for (const auto& r : table)
