@@ -106,5 +106,30 @@ TEST(DaemonPriority, ALiveRunsNanIsStoredBeforeASlowRuleIsStopped) {
   EXPECT_TRUE(d.Wait(10s).has_value()) << d.Log();
 }
 
+// Findings that could not be stored (another process held the store's write lock past the
+// busy timeout) are not lost: the runs stay to be examined and their findings are stored once
+// the store is free, though nothing in them changes again.
+TEST(DaemonPriority, FindingsThatCouldNotBeStoredAreStoredOnceTheStoreIsFree) {
+  TempDir dir;
+  const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
+  WriteSickRun(root + "/sick/events.out.tfevents.1.h", static_cast<double>(::time(nullptr)) - 400);
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " ingest --quiet --db " + db + " " + root + " 2>&1", &out), 0)
+      << out;
+  auto holder = store::Db::Open(db, store::Db::Mode::kReadWrite);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  ASSERT_TRUE((*holder)->Exec("BEGIN EXCLUSIVE").ok());
+  testing::DaemonProcess d({"--logdir", root, "--db", db, "--rescan-interval", "30"}, log);
+  ASSERT_TRUE(d.WaitForLog("cannot store findings", 60s)) << d.Log();
+  EXPECT_TRUE(FindingOrder(db).empty());
+  ASSERT_TRUE((*holder)->Exec("COMMIT").ok());
+  holder->reset();
+  EXPECT_TRUE(testing::WaitFor([&] { return FindingOrder(db) == std::vector<std::string>{"sick"}; }, 60s))
+      << "the finding was lost with the failed slice\n" << d.Log();
+  EXPECT_TRUE(d.WaitForLog("diagnosis: works again", 10s)) << d.Log();
+  d.Signal(SIGTERM);
+  EXPECT_TRUE(d.Wait(10s).has_value()) << d.Log();
+}
+
 }  // namespace
 }  // namespace tw

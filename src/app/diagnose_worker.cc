@@ -152,7 +152,7 @@ void DiagnoseWorker::Loop() {
     const auto gap = live      ? Clock::duration(interval)
                      : reading ? std::max<Clock::duration>(interval, 5 * last_cost)
                                : Clock::duration::zero();
-    const bool due = !slice.empty() && now - (live ? last_live : last_history) >= gap;
+    const bool due = !slice.empty() && now - (live ? last_live : last_history) >= gap && now >= retry_at_;
     const bool all = now - last_all >= std::chrono::milliseconds(config_.rules_all_interval_ms);
     if (!due && !all) continue;
     if (!due) slice.clear();
@@ -163,7 +163,7 @@ void DiagnoseWorker::Loop() {
     // once before it is benched), which must not hold the alarm back.
     if (live) Examine(slice, false, /*critical_only=*/true);
     const bool ok = Examine(slice, all);
-    for (int64_t run : slice) todo_.erase(run);  // a failed run is retried when it changes
+    if (ok) for (int64_t run : slice) todo_.erase(run);  // else tried again after the gap
     const auto cost = Clock::now() - now;
     if (!live) last_cost = cost;
     if (ok && !slice.empty()) {
@@ -198,10 +198,20 @@ std::vector<int64_t> DiagnoseWorker::NextSlice() const {
   return slice;
 }
 
+void DiagnoseWorker::Trouble(const std::string& what) {
+  // Said once per condition: a store locked by another process fails every slice alike. The
+  // runs stay to be examined, so no finding is lost to it; slices wait 1 s, doubling to 30 s.
+  if (what != trouble_) log::Warning("diagnosis: " + what + "; the runs are examined again later");
+  trouble_ = what;
+  retry_seconds_ = std::clamp(2 * retry_seconds_, 1.0, 30.0);
+  retry_at_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                     std::chrono::duration<double>(retry_seconds_));
+}
+
 bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only) {
   Result<diagnose::Evaluation> ev = engine_->Evaluate(&runs, UnixNow(), scope_all, critical_only);
   if (!ev.ok()) {
-    if (!stop_) log::Warning("diagnosis: " + ev.status().message());
+    if (!stop_) Trouble(ev.status().message());
     return false;
   }
   // Once per rule and problem, not once per cycle: a rule that loops goes over its limit in
@@ -209,12 +219,17 @@ bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, b
   for (const auto& e : ev->errors)
     if (reported_.insert(e.rule + "\n" + e.limit).second)
       log::Warning((e.limit.empty() ? "diagnosis rule failed: " : "diagnosis rule skipped: ") + e.message +
-                   "; said once until the rules are reloaded, tried again each cycle");
+                   "; said once until the rules are reloaded");
   queued_ = 0;
   Result<std::vector<diagnose::Transition>> tr = tracker_->Apply(*ev, UnixNow());
   if (!tr.ok()) {
-    log::Warning("diagnosis: cannot store findings: " + tr.status().message());
+    Trouble("cannot store findings: " + tr.status().message());
     return false;
+  }
+  if (!trouble_.empty()) {
+    log::Notice("diagnosis: works again after " + trouble_);
+    trouble_.clear();
+    retry_seconds_ = 0;
   }
   if (queued_ > 0 && on_queued_) on_queued_();
   cycles_++;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,7 @@ class DiagnoseWorker {
  private:
   void Loop();
   void LowerPriority();  // this thread's CPU priority, below ingest's
+  void Trouble(const std::string& what);  // a slice failed: log once per condition, back off
   // The next runs to examine: live ones first, else the newest of the history; at most
   // `slice_runs_`.
   std::vector<int64_t> NextSlice() const;
@@ -70,7 +72,12 @@ class DiagnoseWorker {
   // how many runs a slice takes (adapted so a slice costs about kSliceSeconds).
   std::set<int64_t> todo_, live_;
   size_t slice_runs_ = 8;
-  int64_t history_examined_ = 0;  // history runs examined since the last "caught up"
+  int64_t history_examined_ = 0;
+  // Why the last slice failed (the engine, or storing its findings), while that lasts, and when
+  // to try again.
+  std::string trouble_;
+  double retry_seconds_ = 0;
+  std::chrono::steady_clock::time_point retry_at_{};  // history runs examined since the last "caught up"
   int queued_ = 0;  // messages queued by the current cycle (diagnosis thread)
   std::thread thread_;
   std::atomic<bool> stop_{false};
