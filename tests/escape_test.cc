@@ -332,6 +332,16 @@ TEST_F(HostileStore, TablesShowControlCharactersEscaped) {
   EXPECT_NE(ReadFile(query).find("\\x1b[2J"), std::string::npos) << ReadFile(query);
 }
 
+// The ingest summary lists problems with the file's path: a hostile name is shown escaped.
+TEST_F(HostileStore, TheIngestSummaryShowsPathsEscaped) {
+  const std::string bad = dir_ / "bad";
+  WriteFile(bad + "/events.out.tfevents.1.x\x1b[2J\n<3>forged", "this is text, not TFRecord\n");
+  std::string out;
+  RunCommand(Cli() + " ingest --db " + Q(dir_ / "bad.db") + " " + Q(bad) + " 2>&1", &out);
+  for (unsigned char c : out) ASSERT_TRUE(c >= 0x20 || c == '\n' || c == '\r') << out;
+  EXPECT_NE(out.find("events.out.tfevents.1.x\\x1b[2J\\n<3>forged @0: not_tfrecord"), std::string::npos) << out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The config file and toml++ 3.3.0
 

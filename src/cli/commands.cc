@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "base/log.h"
 #include "cli/flags.h"
 #include "cli/format.h"
 #include "diagnose/roles.h"
@@ -103,13 +104,14 @@ void PrintIngestSummary(store::Store& store, const ingest::Summary& s, double se
       while (true) {
         Result<bool> row = st->Step();
         if (!row.ok() || !*row) break;
-        std::cout << "    " << st->Text(0) << " @" << st->Int(1) << ": " << st->Text(2) << ": "
-                  << st->Text(3) << "\n";
+        // Paths from the logdir, shown escaped as in log lines: no name reaches the terminal raw.
+        std::cout << "    " << log::Escape(st->Text(0)) << " @" << st->Int(1) << ": " << st->Text(2) << ": "
+                  << log::Escape(st->Text(3)) << "\n";
       }
       if (t.errors > 10) std::cout << "    ... see the ingest_errors table for all\n";
     }
   }
-  for (const auto& w : s.warnings) std::cout << "  warning: " << w << "\n";
+  for (const auto& w : s.warnings) std::cout << "  warning: " << log::Escape(w) << "\n";
 }
 
 }  // namespace
@@ -164,7 +166,7 @@ int CmdIngest(const Args& args) {
   if (summary.files == 0 || usable == 0) {
     std::cerr << "trainwatch: nothing could be read from "
               << (f.positionals().size() == 1 ? f.positionals()[0] : "the given paths") << "\n";
-    for (const auto& w : summary.warnings) std::cerr << "  " << w << "\n";
+    for (const auto& w : summary.warnings) std::cerr << "  " << log::Escape(w) << "\n";
     return 1;
   }
   return 0;
