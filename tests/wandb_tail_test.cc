@@ -65,6 +65,28 @@ TEST(WandbTail, EveryPrefixOfAHistoryJsonlThenCompletedEqualsOneRead) {
   ExpectCutsEqualOneRead("wandb/run-20200101_000000-abcd1234/files/wandb-history.jsonl", bytes, cuts);
 }
 
+// A history that jumps ahead (_step 100) and then goes on at lower steps logged under older
+// wall times (no restart: re-logged rows), then rows without _step, which follow the latest
+// row. A read that resumes between them must take up that row's step, not the highest step
+// (nor the highest since a restart): the resume state is committed with the offset. (Found by
+// fuzz_ingest: one read put a row at _step 13, two reads at 34.)
+TEST(WandbTail, RowsWithoutAStepFollowTheLatestRowAcrossAResume) {
+  auto row = [](const std::string& step, int ts) {
+    return "{\"loss\": 1.5" + (step.empty() ? std::string() : ", \"_step\": " + step) +
+           ", \"_timestamp\": " + std::to_string(1585000000 + ts) + "}\n";
+  };
+  std::string bytes;
+  for (int i = 0; i < 4; ++i) bytes += row(std::to_string(i), 10 + i);
+  bytes += row("100", 50);
+  for (int i = 4; i < 7; ++i) bytes += row(std::to_string(i), i);  // older wall times
+  const size_t before_stepless = bytes.size();
+  for (int i = 0; i < 3; ++i) bytes += row("", 60 + i);
+  bytes += row("7", 70);
+  std::vector<size_t> cuts;
+  for (size_t i = before_stepless - 40; i < bytes.size(); i += 7) cuts.push_back(i);
+  ExpectCutsEqualOneRead("wandb/run-20200101_000000-abcd1234/files/wandb-history.jsonl", bytes, cuts);
+}
+
 TEST(WandbTail, AJsonlTailedLineByLineInHalvesEndsWithEveryRow) {
   TempDir dir;
   const std::string run = dir / "logs/wandb/run-20200101_000000-abcd1234";

@@ -138,6 +138,20 @@ Status RunState::Load() {
       }
     }
   }
+  // Exactly: the latest history row as committed with its source's offset (store version 11).
+  // What the lines above reconstruct is only the fallback for sources committed before it.
+  Result<store::Stmt> resume = store_.db().Prepare(
+      "SELECT wandb_step, wandb_wall FROM sources WHERE run_id = ?1 AND wandb_step IS NOT NULL "
+      "ORDER BY last_read DESC, source_id DESC LIMIT 1");
+  if (!resume.ok()) return resume.status();
+  resume->Bind(1, run_id_);
+  Result<bool> resumed = resume->Step();
+  if (!resumed.ok()) return resumed.status();
+  if (*resumed) {
+    wandb_has_step_ = true;
+    wandb_step_ = resume->Int(0);
+    wandb_wall_ = resume->Real(1);
+  }
   step_metrics_.clear();
   Result<store::Stmt> m = store_.db().Prepare(
       "SELECT detail FROM run_events WHERE run_id = ?1 AND kind = 'define_metric' "
@@ -409,6 +423,12 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
     b.source.size_seen = std::max<int64_t>(size, b.source.committed_offset);
     if (head.size() > b.source.head.size()) b.source.head = head;  // the file has grown
     b.source.tail_crc = TailCrc(b.fd, b.source.committed_offset);
+    if constexpr (!std::is_same_v<Reader, tfrecord::FileReader>) {
+      if (run.wandb_has_step_) {  // the resume state, committed with the offset
+        b.source.wandb_step = run.wandb_step_;
+        b.source.wandb_wall = run.wandb_wall_;
+      }
+    }
   };
   auto commit = [&]() -> Status {
     sync_source();

@@ -38,6 +38,10 @@ struct SourceRow {
   // CRC-32C of the last bytes (up to 4 KiB) before committed_offset, committed with it: the
   // file still holds them when reading resumes, or it was rewritten in place. None: unknown.
   std::optional<int64_t> tail_crc;
+  // W&B: the latest history row's _step and wall time when the offset was committed (the
+  // run's resume state; see sql/011_source_wandb_step.sql). None: not known.
+  std::optional<int64_t> wandb_step;
+  double wandb_wall = 0;
 };
 
 struct SeriesRow {
