@@ -166,7 +166,7 @@ int Main(const Options& opt) {
     Result<diagnose::Evaluation> ev = engine.Evaluate(&*changed, now, scope_all);
     if (!ev.ok()) Die("Evaluate: " + ev.status().ToString());
     auto v = Clock::now();
-    for (const auto& e : ev->errors) std::printf("rule error: %s\n", e.c_str());
+    for (const auto& e : ev->errors) std::printf("rule error: %s\n", e.message.c_str());
     c.changed_s = Seconds(t, u);
     c.eval_s = Seconds(u, v);
     c.changed = changed->size();

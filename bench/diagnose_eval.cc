@@ -951,7 +951,7 @@ int Main(const Options& opt) {
   std::printf("diagnose_eval: seed %llu, %zu runs, %lld points; write %.1f s, ingest %.1f s, evaluate %.1f s\n",
               static_cast<unsigned long long>(opt.seed), cases.size(), static_cast<long long>(points),
               Seconds(t0, t1), Seconds(t1, t2), Seconds(t2, t3));
-  for (const auto& e : ev->errors) std::printf("rule error: %s\n", e.c_str());
+  for (const auto& e : ev->errors) std::printf("rule error: %s\n", e.message.c_str());
 
   std::map<std::string, Severity> declared;
   for (const auto& rule : engine->rules()) declared[rule.id] = rule.severity;
@@ -1233,7 +1233,7 @@ void ScoreRoot(const std::string& work, const std::string& dir, const std::vecto
   std::printf("  %s: %lld runs, %lld files, %lld ingest errors; ingest %.1f s, evaluate %.1f s (now = last point + 1 h)\n",
               dir.c_str(), static_cast<long long>(summary.runs), static_cast<long long>(summary.files),
               static_cast<long long>(summary.totals.errors), Seconds(t0, t1), Seconds(t1, t2));
-  for (const auto& e : ev->errors) std::printf("  rule error: %s\n", e.c_str());
+  for (const auto& e : ev->errors) std::printf("  rule error: %s\n", e.message.c_str());
 
   std::map<std::string, std::vector<const diagnose::Observation*>> by_run;
   for (const auto& o : ev->observations)
