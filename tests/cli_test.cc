@@ -9,18 +9,14 @@
 namespace tw {
 namespace {
 
+using testing::ShellQuote;
+
 using testing::CorpusDir;
 using testing::RunCommand;
 using testing::TempDir;
 
 std::string Cli() { return TW_CLI_BINARY; }
 // Quotes for the shell.
-std::string Q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 TEST(Cli, EveryCommandHasHelp) {
   for (const char* cmd : {"ingest", "query", "runs", "diagnose", "findings", "roles", "rules"}) {
     std::string out;
@@ -47,7 +43,7 @@ TEST(Cli, UsageErrorsExitTwoAndSayWhat) {
 TEST(Cli, MissingPathIsNamedAndNothingReadExitsOne) {
   TempDir dir;
   std::string out;
-  EXPECT_EQ(RunCommand(Cli() + " ingest --db " + Q(dir / "t.db") + " " + Q(dir / "nope"), &out), 1);
+  EXPECT_EQ(RunCommand(Cli() + " ingest --db " + ShellQuote(dir / "t.db") + " " + ShellQuote(dir / "nope"), &out), 1);
   EXPECT_NE(out.find(dir / "nope"), std::string::npos) << out;
   EXPECT_NE(out.find("no such file or directory"), std::string::npos) << out;
 }
@@ -57,8 +53,8 @@ TEST(Cli, ADirectoryOfOnlyLfsPointersExitsOneWithTheReason) {
   if (corpus.empty()) GTEST_SKIP() << "../shared/corpus not found";
   TempDir dir;
   std::string out;
-  EXPECT_EQ(RunCommand(Cli() + " ingest --db " + Q(dir / "t.db") + " " +
-                           Q(corpus + "/edge-git-lfs-pointer"),
+  EXPECT_EQ(RunCommand(Cli() + " ingest --db " + ShellQuote(dir / "t.db") + " " +
+                           ShellQuote(corpus + "/edge-git-lfs-pointer"),
                        &out),
             1);
   EXPECT_NE(out.find("Git LFS pointer"), std::string::npos) << out;
@@ -69,9 +65,9 @@ TEST(Cli, DatabaseThatIsNotOursIsRefused) {
   TempDir dir;
   testing::WriteFile(dir / "notes.txt", "just some text, long enough to not be a database......");
   std::string out;
-  EXPECT_EQ(RunCommand(Cli() + " query --db " + Q(dir / "notes.txt") + " 'SELECT 1'", &out), 1);
+  EXPECT_EQ(RunCommand(Cli() + " query --db " + ShellQuote(dir / "notes.txt") + " 'SELECT 1'", &out), 1);
   EXPECT_NE(out.find("not a trainwatch database"), std::string::npos) << out;
-  EXPECT_EQ(RunCommand(Cli() + " runs --db " + Q(dir / "absent.db"), &out), 1);
+  EXPECT_EQ(RunCommand(Cli() + " runs --db " + ShellQuote(dir / "absent.db"), &out), 1);
   EXPECT_NE(out.find("absent.db"), std::string::npos) << out;
 }
 
@@ -82,7 +78,7 @@ class CliOnCorpus : public ::testing::Test {
     if (corpus_.empty()) GTEST_SKIP() << "../shared/corpus not found";
     db_ = dir_ / "t.db";
     std::string out;
-    ASSERT_EQ(RunCommand(Cli() + " ingest --db " + Q(db_) + " " + Q(corpus_ + "/torch-summarywriter"),
+    ASSERT_EQ(RunCommand(Cli() + " ingest --db " + ShellQuote(db_) + " " + ShellQuote(corpus_ + "/torch-summarywriter"),
                          &out),
               0)
         << out;
@@ -101,30 +97,30 @@ TEST_F(CliOnCorpus, IngestPrintsASummary) {
 
 TEST_F(CliOnCorpus, QueryFormats) {
   const std::string sql =
-      Q("SELECT run, step, value FROM scalar_points WHERE tag = 'Train/Loss' AND "
+      ShellQuote("SELECT run, step, value FROM scalar_points WHERE tag = 'Train/Loss' AND "
         "run = 'ZeroToMax-ZYZ__study_tensorboard/runs/experiment_lr_0.1' ORDER BY step LIMIT 3");
   std::string out;
-  ASSERT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " --format csv " + sql, &out), 0) << out;
+  ASSERT_EQ(RunCommand(Cli() + " query --db " + ShellQuote(db_) + " --format csv " + sql, &out), 0) << out;
   EXPECT_TRUE(out.starts_with("run,step,value\nZeroToMax-ZYZ__study_tensorboard/runs/experiment_lr_0.1,0,")) << out;
-  ASSERT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " --format json " + sql, &out), 0) << out;
+  ASSERT_EQ(RunCommand(Cli() + " query --db " + ShellQuote(db_) + " --format json " + sql, &out), 0) << out;
   EXPECT_TRUE(out.starts_with("{\"run\":\"ZeroToMax-ZYZ__study_tensorboard/runs/experiment_lr_0.1\",\"step\":0,\"value\":")) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3);
-  ASSERT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " " + sql, &out), 0) << out;
+  ASSERT_EQ(RunCommand(Cli() + " query --db " + ShellQuote(db_) + " " + sql, &out), 0) << out;
   EXPECT_NE(out.find("(3 rows)"), std::string::npos) << out;
 }
 
 TEST_F(CliOnCorpus, BadSqlIsReportedNotCrashed) {
   std::string out;
-  EXPECT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " 'SELEC nonsense'", &out), 1);
+  EXPECT_EQ(RunCommand(Cli() + " query --db " + ShellQuote(db_) + " 'SELEC nonsense'", &out), 1);
   EXPECT_NE(out.find("syntax error"), std::string::npos) << out;
   // Read-only: a write through query is refused.
-  EXPECT_EQ(RunCommand(Cli() + " query --db " + Q(db_) + " 'DELETE FROM runs'", &out), 1);
+  EXPECT_EQ(RunCommand(Cli() + " query --db " + ShellQuote(db_) + " 'DELETE FROM runs'", &out), 1);
   EXPECT_NE(out.find("readonly"), std::string::npos) << out;
 }
 
 TEST_F(CliOnCorpus, RunsListsTagsPointsAndLastStep) {
   std::string out;
-  ASSERT_EQ(RunCommand(Cli() + " runs --db " + Q(db_) + " --format csv", &out), 0) << out;
+  ASSERT_EQ(RunCommand(Cli() + " runs --db " + ShellQuote(db_) + " --format csv", &out), 0) << out;
   EXPECT_NE(out.find("runs/my_first_experiment,tensorboard,Metrics/Accuracy Metrics/Loss,200,99,"),
             std::string::npos)
       << out;
@@ -134,13 +130,13 @@ TEST_F(CliOnCorpus, RunsShowsAWandbRunsFormatExitCodeAndCountsItsSystemMetrics) 
   TempDir dir;
   const std::string db = dir / "w.db";
   std::string out;
-  ASSERT_EQ(RunCommand(Cli() + " ingest --db " + Q(db) + " " +
-                           Q(corpus_ + "/wandb-core-0.21/0Chris5R__StanfordCS336-Own-Transformer/wandb/"
+  ASSERT_EQ(RunCommand(Cli() + " ingest --db " + ShellQuote(db) + " " +
+                           ShellQuote(corpus_ + "/wandb-core-0.21/0Chris5R__StanfordCS336-Own-Transformer/wandb/"
                                        "run-20260119_214939-8atu6kfy"),
                        &out),
             0)
       << out;
-  ASSERT_EQ(RunCommand(Cli() + " runs --db " + Q(db) + " --format csv", &out), 0) << out;
+  ASSERT_EQ(RunCommand(Cli() + " runs --db " + ShellQuote(db) + " --format csv", &out), 0) << out;
   // The run is the directory ".", its system metrics summed up, exit code 0 last.
   EXPECT_NE(out.find(".,wandb,grad_norm lr train/loss val/loss val/perplexity weight_norm (+32 system/*),"),
             std::string::npos)
@@ -151,7 +147,7 @@ TEST_F(CliOnCorpus, RunsShowsAWandbRunsFormatExitCodeAndCountsItsSystemMetrics) 
 
 TEST_F(CliOnCorpus, SecondIngestReadsNothingNewAndSucceeds) {
   std::string out;
-  ASSERT_EQ(RunCommand(Cli() + " ingest --db " + Q(db_) + " " + Q(corpus_ + "/torch-summarywriter"),
+  ASSERT_EQ(RunCommand(Cli() + " ingest --db " + ShellQuote(db_) + " " + ShellQuote(corpus_ + "/torch-summarywriter"),
                        &out),
             0)
       << out;
@@ -163,11 +159,11 @@ TEST_F(CliOnCorpus, SecondIngestReadsNothingNewAndSucceeds) {
 TEST(Cli, DiagnoseFindingsRolesAndRules) {
   TempDir dir;
   const std::string db = dir / "tw.db", logdir = dir / "logdir";
-  ASSERT_EQ(RunCommand(std::string(TW_EXAMPLE_BINARY) + " " + Q(logdir)), 0);
-  ASSERT_EQ(RunCommand(Cli() + " ingest --quiet --db " + Q(db) + " " + Q(logdir)), 0);
+  ASSERT_EQ(RunCommand(std::string(TW_EXAMPLE_BINARY) + " " + ShellQuote(logdir)), 0);
+  ASSERT_EQ(RunCommand(Cli() + " ingest --quiet --db " + ShellQuote(db) + " " + ShellQuote(logdir)), 0);
 
   std::string out;
-  ASSERT_EQ(RunCommand(Cli() + " diagnose --db " + Q(db) + " 2>&1", &out), 0) << out;
+  ASSERT_EQ(RunCommand(Cli() + " diagnose --db " + ShellQuote(db) + " 2>&1", &out), 0) << out;
   EXPECT_NE(out.find("== bert-finetune-diverged: kill"), std::string::npos) << out;
   EXPECT_NE(out.find("[critical non_finite_loss on train/loss]"), std::string::npos) << out;
   EXPECT_NE(out.find("cause: "), std::string::npos) << out;
@@ -185,22 +181,22 @@ TEST(Cli, DiagnoseFindingsRolesAndRules) {
   // The Keras pair: both runs log epoch_loss; the message names the validation one with its run.
   EXPECT_NE(out.find("validation/epoch_loss has risen from its best"), std::string::npos) << out;
 
-  ASSERT_EQ(RunCommand(Cli() + " diagnose --format json --run 'bert*' --db " + Q(db), &out), 0);
+  ASSERT_EQ(RunCommand(Cli() + " diagnose --format json --run 'bert*' --db " + ShellQuote(db), &out), 0);
   EXPECT_EQ(out.front(), '[') << out;
   EXPECT_NE(out.find("\"rule\":\"non_finite_loss\""), std::string::npos) << out;
   EXPECT_EQ(out.find("vit-small"), std::string::npos) << "--run filters runs: " << out;
 
   // A typo in a threshold is an error that names it; a bad --set is a usage error.
-  EXPECT_EQ(RunCommand(Cli() + " diagnose --set loss_spikes.zz=3 --db " + Q(db) + " 2>&1", &out), 1);
+  EXPECT_EQ(RunCommand(Cli() + " diagnose --set loss_spikes.zz=3 --db " + ShellQuote(db) + " 2>&1", &out), 1);
   EXPECT_NE(out.find("rule loss_spikes has no parameter 'zz'"), std::string::npos) << out;
-  EXPECT_EQ(RunCommand(Cli() + " diagnose --set nodot=3 --db " + Q(db) + " 2>&1", &out), 2);
+  EXPECT_EQ(RunCommand(Cli() + " diagnose --set nodot=3 --db " + ShellQuote(db) + " 2>&1", &out), 2);
   EXPECT_NE(out.find("--set wants ID.PARAM=VALUE"), std::string::npos) << out;
 
   // The daemon has not run on this store: nothing stored.
-  ASSERT_EQ(RunCommand(Cli() + " findings --db " + Q(db), &out), 0);
+  ASSERT_EQ(RunCommand(Cli() + " findings --db " + ShellQuote(db), &out), 0);
   EXPECT_NE(out.find("no findings"), std::string::npos) << out;
 
-  ASSERT_EQ(RunCommand(Cli() + " roles --format csv --run 'vit*' --db " + Q(db), &out), 0);
+  ASSERT_EQ(RunCommand(Cli() + " roles --format csv --run 'vit*' --db " + ShellQuote(db), &out), 0);
   EXPECT_NE(out.find("vit-small-tf2/train,val_loss,epoch_loss,vit-small-tf2/validation"), std::string::npos)
       << "Keras validation runs pair with their train run\n" << out;
 
@@ -210,7 +206,7 @@ TEST(Cli, DiagnoseFindingsRolesAndRules) {
   EXPECT_NE(out.find("z = 7: modified z"), std::string::npos) << out;
 
   // The diagnosis functions work in ad hoc queries.
-  ASSERT_EQ(RunCommand(Cli() + " query --format csv --db " + Q(db) +
+  ASSERT_EQ(RunCommand(Cli() + " query --format csv --db " + ShellQuote(db) +
                            " \"SELECT json_extract(tw_trend(step, value), '$.n') > 0 FROM scalar_points\"", &out), 0)
       << out;
   EXPECT_NE(out.find("\n1"), std::string::npos) << out;
@@ -220,9 +216,9 @@ TEST(Cli, DiagnoseFindingsRolesAndRules) {
   const std::string roles_sql =
       " \"SELECT r.name, p.tag FROM role_points p JOIN runs r USING (run_id) "
       "WHERE p.role = 'train_loss' AND r.name LIKE 'bert%' GROUP BY r.name\"";
-  ASSERT_EQ(RunCommand(Cli() + " query --roles --format csv --db " + Q(db) + roles_sql, &out), 0) << out;
+  ASSERT_EQ(RunCommand(Cli() + " query --roles --format csv --db " + ShellQuote(db) + roles_sql, &out), 0) << out;
   EXPECT_NE(out.find("bert-finetune-diverged,train/loss"), std::string::npos) << out;
-  EXPECT_EQ(RunCommand(Cli() + " query --format csv --db " + Q(db) + roles_sql + " 2>&1", &out), 1);
+  EXPECT_EQ(RunCommand(Cli() + " query --format csv --db " + ShellQuote(db) + roles_sql + " 2>&1", &out), 1);
   EXPECT_NE(out.find("no such table: role_points"), std::string::npos) << out;
 }
 

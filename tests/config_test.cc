@@ -13,16 +13,12 @@
 namespace tw {
 namespace {
 
+using testing::ShellQuote;
+
 using testing::RunCommand;
 using testing::TempDir;
 using testing::WriteFile;
 namespace fs = std::filesystem;
-
-std::string Q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 // The checkout's docs/trainwatch.example.toml: beside this file's directory, or beside the
 // corpus (TW_CORPUS_DIR is <source>/../shared/corpus).
@@ -300,7 +296,7 @@ TEST_F(Config, TheBinaryExitsSeventyEightWithTheMessageOnStderr) {
     std::string flags;
     std::string message;
   };
-  const std::string db = " --db " + Q(dir_ / "t.db");
+  const std::string db = " --db " + ShellQuote(dir_ / "t.db");
   const Case cases[] = {
       {"[watch]\nroots = [\"logs\"]\nrescan_intervall = 5\n", db,
        path_ + ":3: unknown key 'rescan_intervall' in [watch]"},
@@ -314,13 +310,13 @@ TEST_F(Config, TheBinaryExitsSeventyEightWithTheMessageOnStderr) {
       {"[store]\npath = \"plainfile/t.db\"\n[watch]\nroots = [\"logs\"]\n", "",
        "the store's directory '" + (dir_ / "plainfile") + "'"},
       {"", db, "no roots to watch"},
-      {"", db + " --logdir " + Q(dir_ / "logs") + " --rescan-interval 0.001", "--rescan-interval"},
+      {"", db + " --logdir " + ShellQuote(dir_ / "logs") + " --rescan-interval 0.001", "--rescan-interval"},
   };
   for (const auto& c : cases) {
     std::string args = c.flags;
     if (!c.config.empty()) {
       WriteFile(path_, c.config);
-      args = "--config " + Q(path_) + args;
+      args = "--config " + ShellQuote(path_) + args;
     }
     std::string out;
     EXPECT_EQ(Daemon(args, &out), app::kExitConfig) << c.config << args << "\n" << out;
@@ -332,7 +328,7 @@ TEST_F(Config, TheBinaryExitsSeventyEightWithTheMessageOnStderr) {
 TEST_F(Config, TheBinaryRefusesAStoreThatIsNotOurs) {
   WriteFile(dir_ / "notes.txt", "just some text, long enough to not be a database......");
   std::string out;
-  EXPECT_EQ(Daemon("--logdir " + Q(dir_ / "logs") + " --db " + Q(dir_ / "notes.txt"), &out),
+  EXPECT_EQ(Daemon("--logdir " + ShellQuote(dir_ / "logs") + " --db " + ShellQuote(dir_ / "notes.txt"), &out),
             app::kExitConfig)
       << out;
   EXPECT_NE(out.find("not a trainwatch database"), std::string::npos) << out;

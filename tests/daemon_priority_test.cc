@@ -75,8 +75,7 @@ TEST(DaemonPriority, ALiveRunIsReadAndDiagnosedBeforeTheHistory) {
   auto q = (*first)->Prepare("SELECT path FROM sources ORDER BY source_id LIMIT 1");
   ASSERT_TRUE(q.ok() && *q->Step());
   EXPECT_EQ(q->Text(0), root + "/zz_live/events.out.tfevents.2.h") << "the live run was read after the history";
-  d.Signal(SIGTERM);
-  EXPECT_TRUE(d.Wait(10s).has_value()) << d.Log();
+  EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
   EXPECT_NE(d.Log().find("diagnosis: caught up; " + std::to_string(kHistory) + " runs examined"),
             std::string::npos)
       << d.Log();
@@ -102,8 +101,7 @@ TEST(DaemonPriority, ALiveRunsNanIsStoredBeforeASlowRuleIsStopped) {
   // The full pass then meets the looping rule, stops it, and the NaN stays firing.
   EXPECT_TRUE(d.WaitForLog("diagnosis rule skipped", 60s)) << d.Log();
   EXPECT_EQ(FindingOrder(db), std::vector<std::string>{"live"});
-  d.Signal(SIGTERM);
-  EXPECT_TRUE(d.Wait(10s).has_value()) << d.Log();
+  EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
 }
 
 // Findings that could not be stored (another process held the store's write lock past the
@@ -127,8 +125,7 @@ TEST(DaemonPriority, FindingsThatCouldNotBeStoredAreStoredOnceTheStoreIsFree) {
   EXPECT_TRUE(testing::WaitFor([&] { return FindingOrder(db) == std::vector<std::string>{"sick"}; }, 60s))
       << "the finding was lost with the failed slice\n" << d.Log();
   EXPECT_TRUE(d.WaitForLog("diagnosis: works again", 10s)) << d.Log();
-  d.Signal(SIGTERM);
-  EXPECT_TRUE(d.Wait(10s).has_value()) << d.Log();
+  EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
 }
 
 }  // namespace

@@ -38,12 +38,6 @@ namespace fs = std::filesystem;
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-std::string Q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 void Pause(std::chrono::milliseconds ms) { std::this_thread::sleep_for(ms); }
 
 // Rows of a query against a store, read-only, as "a|b|c"; nullopt while the store cannot be
@@ -373,10 +367,10 @@ void ConvergenceScenario(const std::vector<std::string>& flags) {
       << ::testing::PrintToString(SortedRows(db, "SELECT path, offset, kind, detail FROM "
                                                  "ingest_errors"));
   // The truncated and the replaced file each started a second generation.
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM sources WHERE path = " + Q(c_path) +
+  EXPECT_EQ(Count(db, "SELECT count(*) FROM sources WHERE path = " + ShellQuote(c_path) +
                           " AND status = 'replaced'"),
             1);
-  EXPECT_EQ(Count(db, "SELECT count(*) FROM sources WHERE path = " + Q(d0->path()) +
+  EXPECT_EQ(Count(db, "SELECT count(*) FROM sources WHERE path = " + ShellQuote(d0->path()) +
                           " AND status = 'replaced'"),
             1);
   EXPECT_EQ(Count(db, "SELECT count(*) FROM run_events WHERE kind = 'file_replaced'"), 2);
@@ -519,7 +513,7 @@ TEST(Daemon, SighupAppliesAGoodConfigAndRejectsABadOne) {
   ASSERT_TRUE(d.WaitForLog("initial scan", 10s)) << LogOf(d);
   ASSERT_TRUE(WaitFor([&] { return AllCommitted(db, {a}); }, 10s)) << LogOf(d);
   auto run_points = [&](const std::string& run) {
-    return Count(db, "SELECT count(*) FROM scalar_points WHERE run = " + Q(run));
+    return Count(db, "SELECT count(*) FROM scalar_points WHERE run = " + ShellQuote(run));
   };
   EXPECT_EQ(run_points("run-a"), 100);
   EXPECT_EQ(Count(db, "SELECT count(*) FROM runs WHERE name = 'run-b'"), 0);
@@ -621,7 +615,7 @@ TEST(Daemon, DeletedFileKeepsItsPointsMarkedGone) {
   EXPECT_EQ(before->size(), 160u);
 
   fs::remove(f1->path());
-  const std::string gone = "SELECT count(*) FROM sources WHERE path = " + Q(f1->path()) +
+  const std::string gone = "SELECT count(*) FROM sources WHERE path = " + ShellQuote(f1->path()) +
                            " AND status = 'gone'";
   ASSERT_TRUE(WaitFor([&] { return Count(db, gone) == 1; }, 10s)) << LogOf(d);
   EXPECT_EQ(DumpLiveScalars(db), before) << "a deleted file's points must stay (live)";
@@ -737,15 +731,15 @@ TEST(Daemon, MovedFileIsFollowedNotDoubled) {
   const std::string moved = EventPath(root + "/run-b", 1);
   const std::string source_sql =
       "SELECT source_id, generation, committed_offset, records FROM sources WHERE path = ";
-  const std::vector<std::string> before = SortedRows(db, source_sql + Q(f->path()));
+  const std::vector<std::string> before = SortedRows(db, source_sql + ShellQuote(f->path()));
   ASSERT_EQ(before.size(), 1u);
   const int64_t points = Count(db, "SELECT count(*) FROM scalars");
 
   fs::rename(f->path(), moved);
-  ASSERT_TRUE(WaitFor([&] { return SortedRows(db, source_sql + Q(moved)).size() == 1; }, 10s))
+  ASSERT_TRUE(WaitFor([&] { return SortedRows(db, source_sql + ShellQuote(moved)).size() == 1; }, 10s))
       << LogOf(d);
   ASSERT_TRUE(WaitFor([&] { return AllCommitted(db, {root}); }, 10s)) << LogOf(d);
-  EXPECT_EQ(SortedRows(db, source_sql + Q(moved)), before) << "not the same source";
+  EXPECT_EQ(SortedRows(db, source_sql + ShellQuote(moved)), before) << "not the same source";
   EXPECT_EQ(Count(db, "SELECT count(*) FROM sources"), 2) << ::testing::PrintToString(
       SortedRows(db, "SELECT source_id, path, status, committed_offset FROM sources"));
   EXPECT_EQ(Count(db, "SELECT count(*) FROM scalars"), points) << "the moved file was read again";
@@ -804,7 +798,7 @@ TEST(Daemon, FileDeletedWhileStoppedIsGoneAndItsInodeNumberIsNotItsIdentity) {
       << why << LogOf(d) << (inode_reused ? "\n(the new file has the old file's inode number)" : "");
   EXPECT_TRUE(WaitFor(
       [&] {
-        return Count(db, "SELECT count(*) FROM sources WHERE path = " + Q(old_file->path()) +
+        return Count(db, "SELECT count(*) FROM sources WHERE path = " + ShellQuote(old_file->path()) +
                              " AND status = 'gone'") == 1;
       },
       5s))
@@ -836,7 +830,7 @@ TEST(Daemon, StatusReportsRootsRunsAndLag) {
   auto f = NewFile(EventPath(root + "/run-a", 0), 0, 100, rng);
   NewFile(EventPath(root + "/run-b", 0), 0, 50, rng);
   const std::vector<std::string> args = {"--logdir", root, "--db", db, "--rescan-interval", "30"};
-  const std::string status_cmd = std::string(TW_CLI_BINARY) + " status --db " + Q(db);
+  const std::string status_cmd = std::string(TW_CLI_BINARY) + " status --db " + ShellQuote(db);
   {
     DaemonProcess d(args, dir / "daemon.log");
     ASSERT_TRUE(WaitFor(

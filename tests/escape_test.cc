@@ -34,12 +34,6 @@ using namespace tw::testing;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-std::string Q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string Cli() { return TW_CLI_BINARY; }
 
 std::string Hex(std::string_view s) {
@@ -118,8 +112,8 @@ print('ok')
 std::string StrictJsonErrors(const TempDir& dir, const std::string& mode,
                              const std::vector<std::string>& files) {
   WriteFile(dir / "validate.py", kValidator);
-  std::string cmd = "python3 " + Q(dir / "validate.py") + " " + mode;
-  for (const auto& f : files) cmd += " " + Q(f);
+  std::string cmd = "python3 " + ShellQuote(dir / "validate.py") + " " + mode;
+  for (const auto& f : files) cmd += " " + ShellQuote(f);
   std::string out;
   const int rc = RunCommand(cmd + " 2>&1", &out);
   return rc == 0 && out == "ok\n" ? "" : out;
@@ -268,7 +262,7 @@ class HostileStore : public ::testing::Test {
       w.Flush();
     }
     std::string out;
-    ASSERT_EQ(RunCommand(Cli() + " ingest --quiet --db " + Q(db_) + " " + Q(root_) + " 2>&1", &out), 0) << out;
+    ASSERT_EQ(RunCommand(Cli() + " ingest --quiet --db " + ShellQuote(db_) + " " + ShellQuote(root_) + " 2>&1", &out), 0) << out;
     fs::create_directories(dir_ / "rules");
     WriteFile(dir_ / "rules/echo.sql",
               "-- id: echo_tag\n-- title: Echo \xff\n-- severity: warning\n"
@@ -284,7 +278,7 @@ class HostileStore : public ::testing::Test {
   std::string Output(const std::string& args, const std::string& name) {
     const std::string path = dir_ / name;
     std::string err;
-    EXPECT_EQ(RunCommand(Cli() + " " + args + " > " + Q(path) + " 2>&1", &err), 0) << args << "\n" << ReadFile(path);
+    EXPECT_EQ(RunCommand(Cli() + " " + args + " > " + ShellQuote(path) + " 2>&1", &err), 0) << args << "\n" << ReadFile(path);
     return path;
   }
   TempDir dir_;
@@ -292,16 +286,16 @@ class HostileStore : public ::testing::Test {
 };
 
 TEST_F(HostileStore, RunsQueryStatusAndDiagnoseAlwaysPrintStrictJson) {
-  const std::string runs = Output("runs --format json --db " + Q(db_), "runs.json");
+  const std::string runs = Output("runs --format json --db " + ShellQuote(db_), "runs.json");
   const std::string query = Output(
-      "query --format json --db " + Q(db_) +
+      "query --format json --db " + ShellQuote(db_) +
           " \"SELECT r.name AS \\\"n\xff\\\", s.tag, s.tag || char(10, 0, 27) AS t2, "
           "json_object('tag', s.tag) AS j, cast(s.tag AS blob) AS b FROM series s JOIN runs r USING (run_id)\"",
       "query.json");
   const std::string sources =
-      Output("query --format json --db " + Q(db_) + " 'SELECT path, run_id FROM sources'", "sources.json");
+      Output("query --format json --db " + ShellQuote(db_) + " 'SELECT path, run_id FROM sources'", "sources.json");
   const std::string diagnose = Output(
-      "diagnose --format json --rules-dir " + Q(dir_ / "rules") + " --db " + Q(db_), "diagnose.json");
+      "diagnose --format json --rules-dir " + ShellQuote(dir_ / "rules") + " --db " + ShellQuote(db_), "diagnose.json");
   EXPECT_EQ(StrictJsonErrors(dir_, "lines", {runs, query, sources}), "");
   EXPECT_EQ(StrictJsonErrors(dir_, "whole", {diagnose}), "");
   // Every name made it through (replaced where it was no UTF-8), one line per run or series.
@@ -320,8 +314,8 @@ TEST_F(HostileStore, RunsQueryStatusAndDiagnoseAlwaysPrintStrictJson) {
 
 // Tables are for terminals: no name may send an escape sequence or break a row in two.
 TEST_F(HostileStore, TablesShowControlCharactersEscaped) {
-  const std::string runs = Output("runs --db " + Q(db_), "runs.txt");
-  const std::string query = Output("query --db " + Q(db_) + " 'SELECT r.name, s.tag FROM series s JOIN runs r USING (run_id)'",
+  const std::string runs = Output("runs --db " + ShellQuote(db_), "runs.txt");
+  const std::string query = Output("query --db " + ShellQuote(db_) + " 'SELECT r.name, s.tag FROM series s JOIN runs r USING (run_id)'",
                                    "query.txt");
   const size_t n = HostileNames().size();
   for (const std::string& path : {runs, query}) {
@@ -337,7 +331,7 @@ TEST_F(HostileStore, TheIngestSummaryShowsPathsEscaped) {
   const std::string bad = dir_ / "bad";
   WriteFile(bad + "/events.out.tfevents.1.x\x1b[2J\n<3>forged", "this is text, not TFRecord\n");
   std::string out;
-  RunCommand(Cli() + " ingest --db " + Q(dir_ / "bad.db") + " " + Q(bad) + " 2>&1", &out);
+  RunCommand(Cli() + " ingest --db " + ShellQuote(dir_ / "bad.db") + " " + ShellQuote(bad) + " 2>&1", &out);
   for (unsigned char c : out) ASSERT_TRUE(c >= 0x20 || c == '\n' || c == '\r') << out;
   EXPECT_NE(out.find("events.out.tfevents.1.x\\x1b[2J\\n<3>forged @0: not_tfrecord"), std::string::npos) << out;
 }
@@ -424,7 +418,7 @@ TEST_F(ConfigGuard, FifoDirectoryAndHugeFileAreRefusedWithoutWaiting) {
 TEST_F(ConfigGuard, DaemonRefusesTheFileWithAClearMessage) {
   WriteFile(path_, "[watch]\nroots = [\"logs\"]\nrescan_interval_seconds = 5\xc2\xa0\n");
   std::string out;
-  const int rc = RunCommand(Cli() + " daemon --config " + Q(path_) + " </dev/null 2>&1", &out);
+  const int rc = RunCommand(Cli() + " daemon --config " + ShellQuote(path_) + " </dev/null 2>&1", &out);
   EXPECT_EQ(rc, 78) << out;
   EXPECT_NE(out.find(path_ + ":3:28: non-ASCII character outside a string or comment"), std::string::npos) << out;
 }

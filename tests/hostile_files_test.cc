@@ -57,7 +57,8 @@ void WriteEventFile(const std::string& path, const std::string& bytes) {
   WriteFile(path, bytes);
 }
 
-std::string Q(const std::string& s) {
+// `s` as an SQL string literal.
+std::string SqlQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
   return out + "'";
@@ -73,11 +74,7 @@ std::string LogOf(const DaemonProcess& d) { return "\n--- daemon stderr ---\n" +
 
 // SIGTERM, then a clean exit within 5 s.
 void ExpectStopsPromptly(DaemonProcess& d) {
-  d.Signal(SIGTERM);
-  const std::optional<int> status = d.Wait(5s);
-  ASSERT_TRUE(status.has_value()) << "no exit within 5 s of SIGTERM" << LogOf(d);
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "wait status " << *status
-                                                               << LogOf(d);
+  EXPECT_EQ(d.Stop(5s), std::optional<int>(0)) << "no clean exit within 5 s of SIGTERM" << LogOf(d);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -112,7 +109,7 @@ void FifoScenario(const std::vector<std::string>& flags) {
   std::this_thread::sleep_for(600ms);  // several rescans: pacing, not an assertion
   EXPECT_EQ(QueryInt(db, refused), 2) << "reported again" << LogOf(d);
   EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM sources WHERE status = 'rejected'"), 2);
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM ingest_errors WHERE path = " + Q(fifo) +
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM ingest_errors WHERE path = " + SqlQuote(fifo) +
                              " AND detail LIKE '%a FIFO, not a regular file%'"),
             1);
   EXPECT_EQ(Occurrences(d.Log(), fifo), 1) << LogOf(d);
@@ -213,7 +210,7 @@ TEST(HostileFiles, SymlinksOutOfTheRootAreRefusedOnceAndInsideOnesStillWork) {
   }
   // The option lets them be read (the store from before: refused unread, now read).
   const std::string config = dir / "trainwatch.toml";
-  WriteFile(config, "[store]\npath = " + Q(db) + "\n[watch]\nroots = [" + Q(root) +
+  WriteFile(config, "[store]\npath = " + SqlQuote(db) + "\n[watch]\nroots = [" + SqlQuote(root) +
                         "]\nrescan_interval_seconds = 0.2\nfollow_symlinks_outside_roots = true\n");
   DaemonProcess d({"--config", config}, dir / "daemon2.log");
   EXPECT_TRUE(WaitFor([&] { return QueryInt(db, points) == 90; }, 10s))
@@ -248,8 +245,8 @@ TEST(HostileFiles, StoreIsCreatedPrivateAndAnExistingOneKeepsItsMode) {
     ExpectStopsPromptly(d);
   }
   // [store] group_readable: 0640.
-  WriteFile(dir / "c.toml", "[store]\npath = " + Q(dir / "c.db") + "\ngroup_readable = true\n"
-                            "[watch]\nroots = [" + Q(root) + "]\n");
+  WriteFile(dir / "c.toml", "[store]\npath = " + SqlQuote(dir / "c.db") + "\ngroup_readable = true\n"
+                            "[watch]\nroots = [" + SqlQuote(root) + "]\n");
   {
     DaemonProcess d({"--config", dir / "c.toml"}, dir / "daemon-c.log");
     EXPECT_TRUE(WaitFor([&] { return QueryInt(dir / "c.db", "SELECT count(*) FROM scalars") == 10; }, 10s))
@@ -285,14 +282,14 @@ TEST(HostileFiles, GrowingTextFileIsRejectedOncePerGeneration) {
     ASSERT_TRUE(WaitFor([&] { return QueryInt(db, points) == step + 1; }, 10s)) << LogOf(d);
   }
   std::this_thread::sleep_for(600ms);  // several rescans: pacing, not an assertion
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM sources WHERE path = " + Q(text)), 1);
-  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM ingest_errors WHERE path = " + Q(text)), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM sources WHERE path = " + SqlQuote(text)), 1);
+  EXPECT_EQ(QueryInt(db, "SELECT count(*) FROM ingest_errors WHERE path = " + SqlQuote(text)), 1);
   EXPECT_EQ(Occurrences(d.Log(), text), 1) << LogOf(d);
 
   // Replaced by a new file (another inode): a new generation, reported once more.
   WriteFile(dir / "new.txt", "another text\n");
   fs::rename(dir / "new.txt", text);
-  EXPECT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT count(*) FROM ingest_errors WHERE path = " + Q(text)) == 2; }, 10s))
+  EXPECT_TRUE(WaitFor([&] { return QueryInt(db, "SELECT count(*) FROM ingest_errors WHERE path = " + SqlQuote(text)) == 2; }, 10s))
       << LogOf(d);
 }
 
@@ -351,7 +348,7 @@ std::vector<std::string> Unprivileged(std::vector<std::string> argv) {
 
 std::string Shell(const std::vector<std::string>& argv) {
   std::string out;
-  for (const auto& a : argv) out += (out.empty() ? "" : " ") + Q(a);
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + SqlQuote(a);
   return out;
 }
 
@@ -383,7 +380,7 @@ TEST(HostileFiles, UnreadableSubdirectoryIsReportedOnceInTheLogAndStatus) {
   };
   const std::string warning = locked + ": permission denied";
   ASSERT_TRUE(log_has(warning)) << ReadFile(log);
-  const std::string status_cmd = std::string(TW_CLI_BINARY) + " status --db " + Q(db);
+  const std::string status_cmd = std::string(TW_CLI_BINARY) + " status --db " + SqlQuote(db);
   EXPECT_TRUE(WaitFor([&] {
     return RunCommand(status_cmd, &out) == 0 &&
            out.find("unreadable:  " + locked + " (permission denied") != std::string::npos;

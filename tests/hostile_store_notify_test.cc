@@ -33,6 +33,8 @@
 namespace tw {
 namespace {
 
+using testing::ShellQuote;
+
 using namespace std::chrono_literals;
 using testing::DaemonProcess;
 using testing::EventFileWriter;
@@ -42,12 +44,6 @@ using testing::WaitFor;
 namespace fs = std::filesystem;
 
 constexpr double kWall0 = 1.7e9;
-
-std::string Q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string Cli() { return fs::absolute(TW_CLI_BINARY).native(); }
 
@@ -69,7 +65,7 @@ void WriteOwnerOnly(const std::string& path, const std::string& text) {
 
 std::string StatusOf(const std::string& db, int* rc = nullptr, const std::string& flags = "") {
   std::string out;
-  const int r = testing::RunCommand(Cli() + " status " + flags + " --db " + Q(db) + " 2>&1", &out);
+  const int r = testing::RunCommand(Cli() + " status " + flags + " --db " + ShellQuote(db) + " 2>&1", &out);
   if (rc) *rc = r;
   return out;
 }
@@ -87,7 +83,7 @@ int ExitStatus(std::optional<int> wait_status) {
 // A store made by the real binary and closed cleanly (no -wal or -shm left).
 void MakeStore(const std::string& db) {
   std::string out;
-  ASSERT_EQ(testing::RunCommand(Cli() + " silence list --db " + Q(db) + " 2>&1", &out), 0) << out;
+  ASSERT_EQ(testing::RunCommand(Cli() + " silence list --db " + ShellQuote(db) + " 2>&1", &out), 0) << out;
 }
 
 // One webhook channel (no grouping: each message as it comes) to `url`.
@@ -235,7 +231,7 @@ TEST(HostileStoreNotify, ACorruptStoreIsNamedCorruptByStatusQueryAndTheDaemonWhi
   EXPECT_EQ(rc, 65) << out;
   EXPECT_NE(out.find("the store is corrupt"), std::string::npos) << out;
   EXPECT_EQ(out.find("not a trainwatch database"), std::string::npos) << out;
-  rc = testing::RunCommand(Cli() + " query --db " + Q(db) + " 'SELECT 1' 2>&1", &out);
+  rc = testing::RunCommand(Cli() + " query --db " + ShellQuote(db) + " 'SELECT 1' 2>&1", &out);
   EXPECT_EQ(rc, 65) << out;
   EXPECT_NE(out.find("the store is corrupt"), std::string::npos) << out;
 
@@ -274,8 +270,8 @@ TEST(HostileStoreNotify, ADaemonWhoseStoreTurnsOutCorruptWhileWritingStopsInstea
 int RunOnReadOnlyMount(const std::string& dir, const std::string& command, std::string* out) {
   if (testing::RunCommand("unshare -rm true 2>/dev/null") != 0) return -1;
   const std::string script =
-      "mount --bind " + Q(dir) + " " + Q(dir) + " && mount -o remount,bind,ro " + Q(dir) + " || exit 200; " + command;
-  const int rc = testing::RunCommand("unshare -rm sh -c " + Q(script) + " 2>&1", out);
+      "mount --bind " + ShellQuote(dir) + " " + ShellQuote(dir) + " && mount -o remount,bind,ro " + ShellQuote(dir) + " || exit 200; " + command;
+  const int rc = testing::RunCommand("unshare -rm sh -c " + ShellQuote(script) + " 2>&1", out);
   return rc == 200 ? -1 : rc;
 }
 
@@ -286,18 +282,18 @@ TEST(HostileStoreNotify, AStoreOnAReadOnlyMountIsReadByStatusAndQueryAndRefusedB
   const std::string db = store_dir + "/tw.db";
   WriteSickRun(dir / "logs/sick");
   std::string out;
-  ASSERT_EQ(testing::RunCommand(Cli() + " ingest --quiet --db " + Q(db) + " " + Q(dir / "logs") + " 2>&1", &out), 0)
+  ASSERT_EQ(testing::RunCommand(Cli() + " ingest --quiet --db " + ShellQuote(db) + " " + ShellQuote(dir / "logs") + " 2>&1", &out), 0)
       << out;
-  int rc = RunOnReadOnlyMount(store_dir, Cli() + " status --db " + Q(db), &out);
+  int rc = RunOnReadOnlyMount(store_dir, Cli() + " status --db " + ShellQuote(db), &out);
   if (rc == -1) GTEST_SKIP() << "no user namespaces here to mount a directory read-only: " << out;
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("runs:        1 (1 series, 340 scalar points)"), std::string::npos) << out;
   EXPECT_EQ(out.find("not a trainwatch database"), std::string::npos) << out;
-  rc = RunOnReadOnlyMount(store_dir, Cli() + " query --format csv --db " + Q(db) + " 'SELECT count(*) FROM scalars'",
+  rc = RunOnReadOnlyMount(store_dir, Cli() + " query --format csv --db " + ShellQuote(db) + " 'SELECT count(*) FROM scalars'",
                           &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("340"), std::string::npos) << out;
-  rc = RunOnReadOnlyMount(store_dir, Cli() + " daemon --logdir " + Q(dir / "logs") + " --db " + Q(db), &out);
+  rc = RunOnReadOnlyMount(store_dir, Cli() + " daemon --logdir " + ShellQuote(dir / "logs") + " --db " + ShellQuote(db), &out);
   EXPECT_EQ(rc, 73) << out;
   EXPECT_NE(out.find("read-only file system"), std::string::npos) << out;
   EXPECT_EQ(out.find("configuration error"), std::string::npos) << out;
@@ -317,7 +313,7 @@ TEST(HostileStoreNotify, AReadOnlyStoreFileIsRefusedByTheDaemonWithItsOwnStatus)
   fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   const std::string as_nobody = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
   std::string out;
-  const int rc = testing::RunCommand(as_nobody + Cli() + " daemon --logdir " + Q(dir / "logs") + " --db " + Q(db) +
+  const int rc = testing::RunCommand(as_nobody + Cli() + " daemon --logdir " + ShellQuote(dir / "logs") + " --db " + ShellQuote(db) +
                                          " 2>&1",
                                      &out);
   if (rc != 73 && out.find("Permission denied") != std::string::npos && out.find(TW_CLI_BINARY) != std::string::npos)
@@ -406,10 +402,10 @@ TEST(HostileStoreNotify, NoSecretReachesTheLogTheOutboxStatusOrArgv) {
   }, 20s)) << d.Log();
   EXPECT_EQ(ntfy.requests()[0].headers["authorization"], "Bearer " + ntfy_token);  // it was sent, of course
   std::string outbox;
-  ASSERT_EQ(testing::RunCommand(Cli() + " query --format csv --db " + Q(db) + " 'SELECT * FROM outbox'", &outbox), 0);
+  ASSERT_EQ(testing::RunCommand(Cli() + " query --format csv --db " + ShellQuote(db) + " 'SELECT * FROM outbox'", &outbox), 0);
   const std::string status = StatusOf(db) + StatusOf(db, nullptr, "--json");
   std::string test_out;
-  testing::RunCommand(Cli() + " notify test --config " + Q(config) + " --webhook-file " + Q(dir / "hook-url"),
+  testing::RunCommand(Cli() + " notify test --config " + ShellQuote(config) + " --webhook-file " + ShellQuote(dir / "hook-url"),
                       &test_out);
   d.Signal(SIGTERM);
   EXPECT_EQ(ExitStatus(d.Wait(15s)), 0) << d.Log();

@@ -34,6 +34,8 @@
 namespace tw {
 namespace {
 
+using testing::ShellQuote;
+
 using namespace std::chrono_literals;
 using testing::DaemonProcess;
 using testing::EventFileWriter;
@@ -42,12 +44,6 @@ using testing::RunCommand;
 using testing::TempDir;
 using testing::WaitFor;
 namespace fs = std::filesystem;
-
-std::string Q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 size_t Occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -210,8 +206,8 @@ TEST_F(RuleLimits, TheCliReportsTheRuleAndStillFindsTheNan) {
   AddRule("loop.sql", kLoopRule);
   WriteRuns();
   testing::WriteFile(dir_ / "tw.toml", "[rules]\ndir = \"" + RulesDir() + "\"\ntime_limit_seconds = 0.5\n");
-  const std::string cmd = "timeout 120 " + std::string(TW_CLI_BINARY) + " diagnose --db " + Q(Db()) +
-                          " --config " + Q(dir_ / "tw.toml");
+  const std::string cmd = "timeout 120 " + std::string(TW_CLI_BINARY) + " diagnose --db " + ShellQuote(Db()) +
+                          " --config " + ShellQuote(dir_ / "tw.toml");
   std::string out;
   // (RunCommand appends 2>&1: a group keeps the redirections inside it.)
   ASSERT_EQ(RunCommand("{ " + cmd + " 2>/dev/null; }", &out), 0) << out;
@@ -221,7 +217,7 @@ TEST_F(RuleLimits, TheCliReportsTheRuleAndStillFindsTheNan) {
             1u)
       << out;
   // JSON is the findings only: the rule's problem goes to stderr.
-  ASSERT_EQ(RunCommand("{ " + cmd + " --format json 2>" + Q(dir_ / "err.txt") + "; }", &out), 0) << out;
+  ASSERT_EQ(RunCommand("{ " + cmd + " --format json 2>" + ShellQuote(dir_ / "err.txt") + "; }", &out), 0) << out;
   EXPECT_NE(out.find("\"rule\":\"non_finite_loss\""), std::string::npos) << out;
   const std::string err = testing::ReadFile(dir_ / "err.txt");
   EXPECT_NE(err.find("trainwatch: rule error: " + RulesDir() + "/loop.sql:4: rule loops_forever"), std::string::npos)
@@ -284,10 +280,7 @@ TEST(RuleLimitsDaemon, ALoopingRuleIsLoggedOnceAndTheNanRunStillFiresAndTheCycle
   // The cycle ends: no read transaction is left holding the WAL.
   EXPECT_TRUE(WaitFor([&] { return CheckpointCompletes(db); }, 20s)) << d.Log();
 
-  d.Signal(SIGTERM);
-  std::optional<int> status = d.Wait(10s);
-  ASSERT_TRUE(status.has_value()) << d.Log();
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << d.Log();
+  EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
 }
 
 // --- thresholds and ids, before anything is created ---------------------------------------
@@ -331,7 +324,7 @@ TEST(RuleConfig, ThresholdsThatAreNotFiniteAreRefusedNamingFileKeyAndValue) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0], dir / "rules/r.sql" + ":2: for must be a number of seconds >= 0");
   std::string out;
-  EXPECT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " diagnose --set loss_spikes.z=nan --db " + Q(dir / "x.db") +
+  EXPECT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " diagnose --set loss_spikes.z=nan --db " + ShellQuote(dir / "x.db") +
                            " 2>&1",
                        &out),
             2);
@@ -362,8 +355,7 @@ TEST(RuleConfig, ADaemonRefusesANanThresholdAtStartAndKeepsItsConfigOnReload) {
       << d.Log();
   EXPECT_EQ(d.Log().find("reload: configuration from"), std::string::npos) << "nothing was applied\n" << d.Log();
   EXPECT_FALSE(d.Wait(0ms).has_value()) << "a rejected reload must not stop the daemon" << d.Log();
-  d.Signal(SIGTERM);
-  EXPECT_TRUE(d.Wait(10s).has_value());
+  EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
 }
 
 TEST(RuleConfig, AnUnknownRuleIdIsRefusedBeforeTheStoreIsCreated) {
@@ -381,7 +373,7 @@ TEST(RuleConfig, AnUnknownRuleIdIsRefusedBeforeTheStoreIsCreated) {
 
   // The CLI says the config's mistake, not the store's: it does not get that far.
   std::string out;
-  EXPECT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " diagnose --config " + Q(cfg) + " --db " + Q(dir / "none.db") +
+  EXPECT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " diagnose --config " + ShellQuote(cfg) + " --db " + ShellQuote(dir / "none.db") +
                            " 2>&1",
                        &out),
             1);

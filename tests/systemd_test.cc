@@ -13,17 +13,13 @@
 namespace tw {
 namespace {
 
+using testing::ShellQuote;
+
 using testing::ReadFile;
 using testing::RunCommand;
 using testing::TempDir;
 using testing::WriteFile;
 namespace fs = std::filesystem;
-
-std::string Q(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string SourceDir() {
   const fs::path from_file = fs::path(__FILE__).parent_path().parent_path();
@@ -57,12 +53,12 @@ TEST(Systemd, UnitVerifiesAndScoresWellOnExposure) {
   ASSERT_FALSE(unit.empty()) << "no ExecStart=/usr/local/bin/trainwatch in the unit";
 
   std::string out;
-  const int verify = RunCommand("SYSTEMD_LOG_COLOR=0 systemd-analyze verify " + Q(unit), &out);
+  const int verify = RunCommand("SYSTEMD_LOG_COLOR=0 systemd-analyze verify " + ShellQuote(unit), &out);
   EXPECT_EQ(verify, 0) << out;
   // Warnings about other units (the host's) are not ours; none may name this unit's file.
   EXPECT_EQ(out.find(unit + ":"), std::string::npos) << out;
 
-  ASSERT_EQ(RunCommand("SYSTEMD_COLORS=0 systemd-analyze security --offline=yes " + Q(unit), &out),
+  ASSERT_EQ(RunCommand("SYSTEMD_COLORS=0 systemd-analyze security --offline=yes " + ShellQuote(unit), &out),
             0)
       << out;
   const std::string key = "Overall exposure level for trainwatch.service: ";

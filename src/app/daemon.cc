@@ -300,7 +300,8 @@ class Daemon {
   std::string StatusLine() const {
     const auto& c = worker_.counters();
     return std::to_string(cfg_.roots.size()) + " roots, " + std::to_string(files_) +
-           " files; " + std::to_string(queue_.size()) + " queued; " +
+           " files; " + std::to_string(queue_.size()) + " queued (" + std::to_string(queue_.live_size()) +
+           " live); " +
            std::to_string(c.points.load()) + " points ingested";
   }
 

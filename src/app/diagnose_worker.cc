@@ -161,8 +161,8 @@ void DiagnoseWorker::Loop() {
     // A live run's critical findings (a NaN) are stored and sent first, in a pass of their own:
     // the full pass may meet a slow rule (one that goes over its time limit costs that limit
     // once before it is benched), which must not hold the alarm back.
-    if (live) Examine(slice, false, /*critical_only=*/true);
-    const bool ok = Examine(slice, all);
+    // (When that pass fails, the store or the engine is in trouble: the full one waits too.)
+    const bool ok = (!live || Examine(slice, false, /*critical_only=*/true)) && Examine(slice, all);
     if (ok) for (int64_t run : slice) todo_.erase(run);  // else tried again after the gap
     const auto cost = Clock::now() - now;
     if (!live) last_cost = cost;
@@ -232,7 +232,6 @@ bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, b
     retry_seconds_ = 0;
   }
   if (queued_ > 0 && on_queued_) on_queued_();
-  cycles_++;
   for (const auto& t : *tr) {
     if (t.to == "pending") continue;  // said when it fires
     if (t.from == "pending" && t.to == "resolved") continue;  // never fired: nothing to retract

@@ -49,9 +49,6 @@ class DiagnoseWorker {
   void Start();
   void Stop();  // joins the thread
 
-  // Thread-safe: cycles run so far, for tests and status.
-  int64_t cycles() const { return cycles_.load(); }
-
  private:
   void Loop();
   void LowerPriority();  // this thread's CPU priority, below ingest's
@@ -81,7 +78,6 @@ class DiagnoseWorker {
   int queued_ = 0;  // messages queued by the current cycle (diagnosis thread)
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<int64_t> cycles_{0};
 
   // A configuration accepted by Configure() with the engine it validated the rules with (none
   // when rules are off), handed to the diagnosis thread. Guarded by mu_.

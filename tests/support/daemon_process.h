@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -65,6 +67,12 @@ class DaemonProcess {
   pid_t pid() const { return child_.pid(); }
   void Signal(int sig) const { child_.Signal(sig); }
   std::optional<int> Wait(std::chrono::milliseconds timeout) { return child_.Wait(timeout); }
+  // SIGTERM, then up to `timeout` for it to exit: its raw wait status (0: a clean exit 0), or
+  // nullopt if it still runs.
+  std::optional<int> Stop(std::chrono::milliseconds timeout) {
+    Signal(SIGTERM);
+    return Wait(timeout);
+  }
   int KillAndReap() { return child_.KillAndReap(); }
 
   // All the daemon wrote to stderr so far.

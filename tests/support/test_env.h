@@ -29,6 +29,9 @@ std::string CorpusDir();
 // ../shared/corpus-sick (real sick runs, PATHOLOGIES.md), the same way ($TW_CORPUS_SICK_DIR).
 std::string CorpusSickDir();
 
+// `s` in single quotes for a shell command line (a ' inside becomes '\'').
+std::string ShellQuote(const std::string& s);
+
 // Runs a shell command, returns its exit status; stdout+stderr go to *output if given.
 int RunCommand(const std::string& command, std::string* output = nullptr);
 
