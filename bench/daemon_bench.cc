@@ -1111,19 +1111,40 @@ struct AlarmResult {
   double diagnosed = 0;  // daemon start -> "diagnosis: caught up" (0: not seen)
 };
 
-// One daemon on `logdir` (its history, if any, already there) plus a fresh live run; the NaN
-// appended once the initial scan is logged.
-AlarmResult RunLiveAlarm(const Options& o, const fs::path& work, const fs::path& logdir, const Tree& history,
-                         const std::string& tag) {
-  const fs::path live_dir = logdir / "live" / "version_0";
-  fs::remove_all(logdir / "live");
+// The live run of parts 5 and 6: live/version_0 under `logdir`, a healthy falling loss for 300
+// steps (logged over the last 10 minutes), flushed; LogNan() then makes its loss NaN.
+testing::EventFileWriter StartLiveRun(const fs::path& logdir) {
   testing::EventFileWriter live(
-      (live_dir / testing::EventFileName(static_cast<int64_t>(::time(nullptr)), "bench-host", 7, 0)).string());
+      (logdir / "live" / "version_0" / testing::EventFileName(1700000000, "bench-host", 7, 0)).string());
   const double wall0 = static_cast<double>(::time(nullptr)) - 600;
   live.Add(testing::FileVersionEvent(wall0, testing::kTorchSourceWriter));
   for (int s = 0; s < 300; ++s)
     live.Add(testing::SimpleScalarEvent("train/loss", s, wall0 + s, 2.0f * std::exp(-s / 100.0f) + 0.1f));
   live.Flush();
+  return live;
+}
+
+// Appends 5 NaN losses to the live run, flushed as a writer does; the steady-clock time just
+// before the flush (the receiver's clock).
+double LogNan(testing::EventFileWriter& live) {
+  for (int s = 300; s < 305; ++s)
+    live.Add(testing::SimpleScalarEvent("train/loss", s, static_cast<double>(::time(nullptr)), std::nanf("")));
+  const double t0 = testing::SteadySeconds();
+  live.Flush();
+  return t0;
+}
+
+// Whether `req` is the webhook for the live run's NaN.
+bool IsLiveNanAlarm(const testing::RecordedRequest& req) {
+  return req.body.find("non_finite_loss") != std::string::npos && req.body.find("live/version_0") != std::string::npos;
+}
+
+// One daemon on `logdir` (its history, if any, already there) plus a fresh live run; the NaN
+// appended once the initial scan is logged.
+AlarmResult RunLiveAlarm(const Options& o, const fs::path& work, const fs::path& logdir, const Tree& history,
+                         const std::string& tag) {
+  fs::remove_all(logdir / "live");
+  testing::EventFileWriter live = StartLiveRun(logdir);
   Tree t = history;
   t.files++;
   t.bytes += static_cast<int64_t>(fs::file_size(live.path()));
@@ -1139,11 +1160,8 @@ AlarmResult RunLiveAlarm(const Options& o, const fs::path& work, const fs::path&
     if (Seconds(start, Clock::now()) > 60) Die("no initial scan after 60 s");
     SleepSeconds(0.01);
   }
-  for (int s = 300; s < 305; ++s)
-    live.Add(testing::SimpleScalarEvent("train/loss", s, static_cast<double>(::time(nullptr)), std::nanf("")));
   const auto t0 = Clock::now();
-  const double t0_steady = testing::SteadySeconds();
-  live.Flush();
+  const double t0_steady = LogNan(live);
   AlarmResult r;
   StoreReader reader(db, *daemon, 60);
   for (;;) {
@@ -1151,8 +1169,7 @@ AlarmResult RunLiveAlarm(const Options& o, const fs::path& work, const fs::path&
     const auto now = Clock::now();
     if (r.alarm == 0) {
       for (const auto& req : hook.requests())
-        if (req.body.find("non_finite_loss") != std::string::npos &&
-            req.body.find("live/version_0") != std::string::npos) {
+        if (IsLiveNanAlarm(req)) {
           r.alarm = req.time - t0_steady;
           break;
         }
@@ -1225,13 +1242,7 @@ void PartHostile(const Options& o, const fs::path& work) {
   const fs::path junk = logdir / "junk" / "events.out.tfevents.1.junk";
   std::ofstream(junk).close();
   if (::truncate(junk.c_str(), static_cast<off_t>(o.junk_gib * 1024 * kMiB)) != 0) Die("truncate " + junk.string());
-  testing::EventFileWriter live(
-      (logdir / "live" / "version_0" / testing::EventFileName(1700000000, "bench-host", 7, 0)).string());
-  const double wall0 = static_cast<double>(::time(nullptr)) - 600;
-  live.Add(testing::FileVersionEvent(wall0, testing::kTorchSourceWriter));
-  for (int s = 0; s < 300; ++s)
-    live.Add(testing::SimpleScalarEvent("train/loss", s, wall0 + s, 2.0f * std::exp(-s / 100.0f) + 0.1f));
-  live.Flush();
+  testing::EventFileWriter live = StartLiveRun(logdir);
   fs::create_directories(rules);
   std::ofstream(rules / "loop.sql") << "-- id: loops_forever\n-- title: A rule that never returns\n"
                                        "-- roles: train_loss\n"
@@ -1273,16 +1284,12 @@ void PartHostile(const Options& o, const fs::path& work) {
     SleepSeconds(0.05);
   }
   const double caught_up = Seconds(restart, Clock::now());
-  for (int s = 300; s < 305; ++s)
-    live.Add(testing::SimpleScalarEvent("train/loss", s, static_cast<double>(::time(nullptr)), std::nanf("")));
-  const double t0 = testing::SteadySeconds();
-  live.Flush();
+  const double t0 = LogNan(live);
   double alarm = -1;
   while (alarm < 0) {
     CheckAlive(d, "the daemon");
     for (const auto& req : hook.requests())
-      if (req.time >= t0 && req.body.find("non_finite_loss") != std::string::npos &&
-          req.body.find("live/version_0") != std::string::npos)
+      if (req.time >= t0 && IsLiveNanAlarm(req))
         alarm = req.time - t0;
     if (testing::SteadySeconds() - t0 > 120) Die("no NaN alarm 120 s after the flush; log:\n" + d.LogTail());
     SleepSeconds(0.01);
@@ -1290,8 +1297,7 @@ void PartHostile(const Options& o, const fs::path& work) {
   SleepSeconds(2);  // anything sent twice would come now
   int nan_alarms = 0;
   for (const auto& req : hook.requests())
-    nan_alarms += req.body.find("non_finite_loss") != std::string::npos &&
-                  req.body.find("live/version_0") != std::string::npos && req.body.find("firing") != std::string::npos;
+    nan_alarms += IsLiveNanAlarm(req) && req.body.find("firing") != std::string::npos;
   const std::string daemon_log = ReadFile(log);
   auto count = [&](const std::string& text) {
     int n = 0;

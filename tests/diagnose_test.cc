@@ -696,19 +696,22 @@ TEST_F(DiagnoseTest, JsonReportKeepsItsContract) {
   EXPECT_EQ(q->Int(9), 200);
 }
 
-// The lifecycle: pending until held for the rule's `for`, firing, resolved after two clean
-// evaluations, and left alone while muted.
-TEST(FindingTrackerTest, PendingFiringResolvedAndMuted) {
-  testing::TempDir dir;
-  const std::string db = dir / "tw.db";
-  {
-    Result<std::unique_ptr<store::Store>> s = store::Store::Open(db);
-    ASSERT_TRUE(s.ok());
-    ASSERT_TRUE((*s)->db().Exec("INSERT INTO runs(run_id, root, name, first_seen) VALUES (1, '/r', 'a', 0)").ok());
+// A finding tracker on a store holding one run (id 1, "a"); Apply() gives the transitions an
+// evaluation of that run made, as "from>to " each.
+class FindingTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string db = dir_ / "tw.db";
+    {
+      Result<std::unique_ptr<store::Store>> s = store::Store::Open(db);
+      ASSERT_TRUE(s.ok());
+      ASSERT_TRUE((*s)->db().Exec("INSERT INTO runs(run_id, root, name, first_seen) VALUES (1, '/r', 'a', 0)").ok());
+    }
+    Result<std::unique_ptr<FindingTracker>> t = FindingTracker::Open(db, 2);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    tracker_ = std::move(*t);
   }
-  Result<std::unique_ptr<FindingTracker>> t = FindingTracker::Open(db, 2);
-  ASSERT_TRUE(t.ok()) << t.status().message();
-  auto obs = [](bool pending, std::string muted = "") {
+  static Observation Spikes(bool pending = false, std::string muted = "") {
     Observation o;
     o.rule = "loss_spikes";
     o.run_id = 1;
@@ -718,29 +721,38 @@ TEST(FindingTrackerTest, PendingFiringResolvedAndMuted) {
     o.pending = pending;
     o.muted_by = std::move(muted);
     return o;
-  };
-  auto apply = [&](std::vector<Observation> os) {
+  }
+  std::string Apply(std::vector<Observation> os, std::set<std::string> incomplete_rules = {}) {
     Evaluation ev;
     ev.observations = std::move(os);
+    ev.incomplete_rules = std::move(incomplete_rules);
     ev.examined = {1};
-    Result<std::vector<Transition>> tr = (*t)->Apply(ev, 100);
+    Result<std::vector<Transition>> tr = tracker_->Apply(ev, 100);
     EXPECT_TRUE(tr.ok()) << tr.status().message();
     std::string s;
-    for (const auto& x : *tr) s += x.from + ">" + x.to + " ";
+    if (tr.ok())
+      for (const auto& x : *tr) s += x.from + ">" + x.to + " ";
     return s;
-  };
-  EXPECT_EQ(apply({obs(true)}), ">pending ");
-  EXPECT_EQ(apply({obs(true)}), "");
-  EXPECT_EQ(apply({obs(false)}), "pending>firing ");
-  EXPECT_EQ(apply({obs(false)}), "");
-  EXPECT_EQ(apply({}), "") << "one clean evaluation is not enough (flapping)";
-  EXPECT_EQ(apply({obs(false)}), "") << "seen again: the miss count resets";
-  EXPECT_EQ(apply({}), "");
-  EXPECT_EQ(apply({obs(false, "non_finite_loss")}), "") << "muted: neither fires nor resolves";
-  EXPECT_EQ(apply({}), "");
-  EXPECT_EQ(apply({}), "firing>resolved ");
-  EXPECT_EQ(apply({obs(false)}), "resolved>firing ");
-  Result<std::unique_ptr<store::Db>> ro = store::OpenReadOnly(db);
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<FindingTracker> tracker_;
+};
+
+// The lifecycle: pending until held for the rule's `for`, firing, resolved after two clean
+// evaluations, and left alone while muted.
+TEST_F(FindingTrackerTest, PendingFiringResolvedAndMuted) {
+  EXPECT_EQ(Apply({Spikes(true)}), ">pending ");
+  EXPECT_EQ(Apply({Spikes(true)}), "");
+  EXPECT_EQ(Apply({Spikes()}), "pending>firing ");
+  EXPECT_EQ(Apply({Spikes()}), "");
+  EXPECT_EQ(Apply({}), "") << "one clean evaluation is not enough (flapping)";
+  EXPECT_EQ(Apply({Spikes()}), "") << "seen again: the miss count resets";
+  EXPECT_EQ(Apply({}), "");
+  EXPECT_EQ(Apply({Spikes(false, "non_finite_loss")}), "") << "muted: neither fires nor resolves";
+  EXPECT_EQ(Apply({}), "");
+  EXPECT_EQ(Apply({}), "firing>resolved ");
+  EXPECT_EQ(Apply({Spikes()}), "resolved>firing ");
+  Result<std::unique_ptr<store::Db>> ro = store::OpenReadOnly(dir_ / "tw.db");
   ASSERT_TRUE(ro.ok());
   Result<store::Stmt> q = (*ro)->Prepare("SELECT count(*) FROM finding_transitions");
   ASSERT_TRUE(q.ok() && *q->Step());
@@ -749,38 +761,11 @@ TEST(FindingTrackerTest, PendingFiringResolvedAndMuted) {
 
 // A rule that did not look (it failed, went over a limit, is benched) resolves nothing: its
 // finding stays firing however many evaluations skip it, and resolves once it looks again.
-TEST(FindingTrackerTest, ARuleThatDidNotLookResolvesNothing) {
-  testing::TempDir dir;
-  const std::string db = dir / "tw.db";
-  {
-    Result<std::unique_ptr<store::Store>> s = store::Store::Open(db);
-    ASSERT_TRUE(s.ok());
-    ASSERT_TRUE((*s)->db().Exec("INSERT INTO runs(run_id, root, name, first_seen) VALUES (1, '/r', 'a', 0)").ok());
-  }
-  Result<std::unique_ptr<FindingTracker>> t = FindingTracker::Open(db, 2);
-  ASSERT_TRUE(t.ok()) << t.status().message();
-  auto apply = [&](bool seen, bool looked) {
-    Evaluation ev;
-    if (seen) {
-      Observation o;
-      o.rule = "loss_spikes";
-      o.run_id = 1;
-      o.run = "a";
-      o.message = "spikes";
-      ev.observations.push_back(o);
-    }
-    if (!looked) ev.incomplete_rules.insert("loss_spikes");
-    ev.examined = {1};
-    Result<std::vector<Transition>> tr = (*t)->Apply(ev, 100);
-    EXPECT_TRUE(tr.ok()) << tr.status().message();
-    std::string s;
-    for (const auto& x : *tr) s += x.from + ">" + x.to + " ";
-    return s;
-  };
-  EXPECT_EQ(apply(true, true), ">firing ");
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(apply(false, false), "") << "resolved by a rule that did not look";
-  EXPECT_EQ(apply(false, true), "");
-  EXPECT_EQ(apply(false, true), "firing>resolved ");
+TEST_F(FindingTrackerTest, ARuleThatDidNotLookResolvesNothing) {
+  EXPECT_EQ(Apply({Spikes()}), ">firing ");
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Apply({}, {"loss_spikes"}), "") << "resolved by a rule that did not look";
+  EXPECT_EQ(Apply({}), "");
+  EXPECT_EQ(Apply({}), "firing>resolved ");
 }
 
 }  // namespace

@@ -164,16 +164,6 @@ TEST(IngestBudget, AnEndlessJsonLineIsSkippedInTurnsAndEqualsOneRead) {
   EXPECT_EQ(bad->Int(0), 0) << "the rest of the skipped line was read as a line of its own";
 }
 
-// One integer a query on the daemon's store answers; -1 while the store cannot say.
-int64_t Ask(const std::string& db, const std::string& sql) {
-  auto d = store::OpenReadOnly(db);
-  if (!d.ok()) return -1;
-  auto q = (*d)->Prepare(sql);
-  if (!q.ok()) return -1;
-  Result<bool> row = q->Step();
-  return row.ok() && *row && !q->IsNull(0) ? q->Int(0) : -1;
-}
-
 TEST(IngestBudget, DaemonScansAHugeDamagedFileInTurnsBesideALiveRunAndStopsOnSigterm) {
   TempDir dir;
   const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
@@ -198,22 +188,22 @@ TEST(IngestBudget, DaemonScansAHugeDamagedFileInTurnsBesideALiveRunAndStopsOnSig
   {
     testing::DaemonProcess d(args, log);
     // The scan commits its position as it goes, and the live run is read beside it.
-    ASSERT_TRUE(testing::WaitFor([&] { return Ask(db, junk_offset) > 0 && Ask(db, live_points) == 20; }, 30s))
-        << "scan at " << Ask(db, junk_offset) << ", live points " << Ask(db, live_points) << "\n" << d.Log();
+    ASSERT_TRUE(testing::WaitFor([&] { return testing::QueryInt(db, junk_offset) > 0 && testing::QueryInt(db, live_points) == 20; }, 30s))
+        << "scan at " << testing::QueryInt(db, junk_offset) << ", live points " << testing::QueryInt(db, live_points) << "\n" << d.Log();
     for (int s = 20; s < 25; ++s) live.Add(testing::SimpleScalarEvent("loss", s, 1000 + s, 1.0f));
     live.Flush();
-    ASSERT_TRUE(testing::WaitFor([&] { return Ask(db, live_points) == 25; }, 30s))
+    ASSERT_TRUE(testing::WaitFor([&] { return testing::QueryInt(db, live_points) == 25; }, 30s))
         << "the live run waited behind the damaged file\n" << d.Log();
     ASSERT_EQ(d.Stop(10s), std::optional<int>(0))  // 10 s: systemd's default stop timeout
         << "no clean exit within 10 s of SIGTERM\n" << d.Log();
-    stopped_at = Ask(db, junk_offset);
+    stopped_at = testing::QueryInt(db, junk_offset);
     ASSERT_GT(stopped_at, 0);
     ASSERT_LT(stopped_at, junk_size) << "the scan was not stopped in the middle";
   }
   // A restart resumes the scan where it was committed, not from 0, and reports the damage once.
   testing::DaemonProcess d(args, log);
-  EXPECT_TRUE(testing::WaitFor([&] { return Ask(db, junk_offset) > stopped_at; }, 30s)) << d.Log();
-  EXPECT_EQ(Ask(db, "SELECT count(*) FROM ingest_errors WHERE path = '" + junk + "'"), 1);
+  EXPECT_TRUE(testing::WaitFor([&] { return testing::QueryInt(db, junk_offset) > stopped_at; }, 30s)) << d.Log();
+  EXPECT_EQ(testing::QueryInt(db, "SELECT count(*) FROM ingest_errors WHERE path = '" + junk + "'"), 1);
   EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
 }
 
