@@ -21,8 +21,12 @@
 -- param trend_z = 3: no decreasing trend: Mann–Kendall z above -trend_z (swings are autocorrelated,
 --   which inflates z: a few periods cut mid-swing read as a trend of about 2.5)
 -- param min_points = 60: points in the examined part
--- param period_strength = 0.6: a swing whose period is shorter than twice the smoothing (which
---   would erase it: a 5-point median flattens a period of 4) is read unsmoothed when it is this
+-- param max_period = 32: the longest period, in points, looked for (a swing of 4-32 points, as a
+--   cyclic LR or data sources served in blocks make; longer ones the smoothed reading sees)
+-- param period_min_ratio = 1.5: a regular period's swing around the trend (10th to 90th
+--   percentile, unsmoothed) needs only this: the period, which noise does not have, is the evidence
+-- param period_strength = 0.6: a swing with a period (up to max_period points) is read
+--   unsmoothed (a 5-point median flattens a period of 4, and shrinks a sawtooth of 16) when it is this
 --   regular (autocorrelation of the differences at its period) ...
 -- param period_z = 4: ... or when that autocorrelation is this many standard errors (1/sqrt(n))
 --   above zero, beyond chance over the lags searched, and a shorter lag is at least
@@ -30,6 +34,10 @@
 --   merely smooth curve, positive at every short lag, does not): a long curve whose period is
 --   clear though each cycle differs, as a cyclic LR's
 -- param trough_z = 2: (see period_z)
+-- param period_min_strength = 0.3: ... and the autocorrelation is at least this: over a few
+--   hundred points, momentum's faint ringing in a small batch's noise (0.2 at some lag among
+--   the 30 searched, with the -0.5 at lag 1 that differencing noise always gives) clears
+--   period_z; a swing the eye sees is 0.4 and more
 -- param short_min_points = 16: ... and then this many points in the examined part are enough
 --   (short runs: an epoch per point)
 -- param val_min_points = 10: evaluations a validation loss needs before its swings are judged
@@ -55,15 +63,19 @@ WITH span AS (
   -- A short, regular period (2 to 2 x smooth points) over the whole curve (a short run's tail
   -- holds too few periods to find one): read it unsmoothed.
   SELECT series_id, CASE WHEN (json_extract(p, '$.strength') >= :period_strength
-                                OR json_extract(p, '$.strength') * sqrt(json_extract(p, '$.n') - 1) >= :period_z
+                                OR json_extract(p, '$.strength') >= :period_min_strength
+                                   AND json_extract(p, '$.strength') * sqrt(json_extract(p, '$.n') - 1) >= :period_z
                                    AND json_extract(p, '$.trough') * sqrt(json_extract(p, '$.n') - 1) <= -:trough_z)
-                              AND json_extract(p, '$.period_points') BETWEEN 2 AND 2 * :smooth
-                         THEN 1 ELSE :smooth END AS sm
-  FROM (SELECT series_id, tw_period(step, ln(value), 2, 2 * :smooth) AS p
+                              AND json_extract(p, '$.period_points') BETWEEN 2 AND :max_period
+                         THEN 1 ELSE :smooth END AS sm,
+         -- A period the curve turns around within (a negative autocorrelation at a shorter
+         -- lag); a merely smooth curve has its best lag at 2 and no turn.
+         CASE WHEN json_extract(p, '$.trough') < 0 THEN json_extract(p, '$.period_points') END AS period
+  FROM (SELECT series_id, tw_period(step, ln(value), 2, :max_period) AS p
         FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0 AND value > 0
         GROUP BY series_id)
 ), t AS MATERIALIZED (
-  SELECT series_id, tag, per.sm AS sm, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
+  SELECT series_id, tag, per.sm AS sm, per.period AS period, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
          tw_swings(step, value, per.sm) AS j
   FROM role_points JOIN per USING (series_id), span WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
     AND step >= span.hi - :tail_frac * (span.hi - span.lo)
@@ -73,8 +85,11 @@ WITH span AS (
   -- swing period wide) turns from ~0 (a descent) to large; failing that, the first step the
   -- smoothed curve reached its swinging level.
   SELECT t.*, COALESCE(
-           -- The period, in points: the examined part crosses its level twice per swing.
-           (SELECT tw_swing_onset(p.step, p.value, t.sm, 2.0 * t.n / max(1, json_extract(t.j, '$.crossings')))
+           -- The period, in points: the regular one found above, else the examined part
+           -- crosses its level twice per swing (a sawtooth riding on a trend crosses more often).
+           (SELECT tw_swing_onset(p.step, p.value, t.sm,
+                                  CASE WHEN t.sm = 1 AND t.period > 0 THEN t.period
+                                       ELSE 2.0 * t.n / max(1, json_extract(t.j, '$.crossings')) END)
               FROM role_points p
               WHERE p.run_id = :run_id AND p.series_id = t.series_id AND p.value_class = 0),
            (SELECT tw_first_below(p.step, p.value, json_extract(t.j, '$.level'), max(5, t.n / 25))
@@ -97,16 +112,16 @@ WITH span AS (
   -- the examined part, or the regular period found above (a period of 4 is invisible to a
   -- lag-1 test: neighbours a quarter swing apart are uncorrelated).
   SELECT wide.*, abs(json_extract(j, '$.serial_z')) >= :serial_z OR sm = 1 AS structured,
-         (json_extract(j, '$.log') = 1 AND json_extract(j, '$.ratio') >= :min_ratio
+         (json_extract(j, '$.log') = 1 AND json_extract(j, '$.ratio') >= bar
             AND json_extract(j, '$.crossings') >= :min_crossings AND json_extract(j, '$.mk_z') > -:trend_z) AS tail_swings,
-         (json_extract(jw, '$.log') = 1 AND json_extract(jw, '$.ratio') >= :min_ratio
+         (json_extract(jw, '$.log') = 1 AND json_extract(jw, '$.ratio') >= bar
             AND json_extract(jw, '$.crossings') >= :min_crossings AND json_extract(jw, '$.mk_z') > -:trend_z) AS wide_swings,
-         -- A regular short period riding on a trend: its swings around the trend line.
-         (sm = 1 AND json_extract(jw, '$.log') = 1 AND json_extract(jw, '$.trend_ratio') >= :min_ratio
+         -- A regular period riding on a trend: its swings around the trend line.
+         (sm = 1 AND json_extract(jw, '$.log') = 1 AND json_extract(jw, '$.trend_ratio') >= bar
             AND json_extract(jw, '$.trend_crossings') >= :min_crossings) AS trend_swings
-  FROM wide
+  FROM (SELECT wide.*, CASE WHEN sm = 1 AND period > 0 THEN :period_min_ratio ELSE :min_ratio END AS bar FROM wide) wide
 ), chosen AS (
-  SELECT series_id, tag, n, sm, since, first_step, last_step, j,
+  SELECT series_id, tag, n, sm, bar, since, first_step, last_step, j,
          structured AND (tail_swings OR wide_swings OR trend_swings) AS swinging,
          NOT (tail_swings OR wide_swings) AS on_trend,
          CASE WHEN wide_swings OR trend_swings AND NOT tail_swings THEN jw ELSE j END AS jw,
@@ -136,12 +151,12 @@ FROM val_swinging
 UNION ALL
 SELECT series_id,
        -- On a descent, the swinging began with the first jump of a swing's size (half the
-       -- range, in log units) above the lowest loss so far.
+       -- range it needs, in log units) above the lowest loss so far.
        CASE WHEN on_trend THEN COALESCE((SELECT min(step) FROM (
               SELECT step, value, min(value) OVER (ORDER BY step ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS low
               FROM role_points p WHERE p.run_id = :run_id AND p.series_id = chosen.series_id
                 AND p.value_class = 0 AND p.value > 0)
-              WHERE value >= low * sqrt(:min_ratio)), since, first_step)
+              WHERE value >= low * sqrt(bar)), since, first_step)
             ELSE COALESCE(since, first_step) END AS onset_step, first_step, last_step,
        CASE WHEN on_trend
          THEN tag || ' swings over a ' || printf('%.1f', json_extract(jw, '$.trend_ratio')) ||

@@ -1894,6 +1894,13 @@ def healthy_small_batch_noisy():
     return r
 
 
+# More runs, in a module of their own (spikes and oscillations).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs_instability  # noqa: E402
+
+runs_instability.register_all(sys.modules[__name__])
+
+
 # --------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,192 @@
+"""More instability runs for make_cpu_runs.py: spikes and oscillations from real causes.
+
+Kept apart from make_cpu_runs.py (which holds the logging, data, models and the first 49 runs)
+so that file stays readable; make_cpu_runs.py registers these with `register_all(module)`.
+Each run takes the helpers from that module as `h`, trains for real, and labels itself only
+from what it measured (the notes give the numbers).
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+h = None  # make_cpu_runs, set by register_all
+
+
+def unit_mixup_regression_spikes():
+    """HF-style long run: 1% of the training targets were recorded in grams, the rest in
+    kilograms (x1000). Every batch that holds one gives an MSE hundreds of times the level."""
+    r = h.Run("unit_mixup_regression_spikes", "hf",
+              "MLP regression (house-weight style), MSE; 1% of the 8192 training targets were "
+              "recorded in grams instead of kilograms (x1000): each batch that draws one has a "
+              "loss hundreds of times the clean level, and the update it makes sets the model "
+              "back")
+    torch.manual_seed(0)
+    gd = torch.Generator().manual_seed(1)
+    n = 8192
+    x = torch.randn(n, 16, generator=gd)
+    w = torch.randn(16, 1, generator=gd)
+    y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(n, 1, generator=gd)
+    bad = torch.rand(n, generator=gd) < 0.01
+    y_logged = torch.where(bad.unsqueeze(1), y * 1000.0, y)
+    xva = torch.randn(1024, 16, generator=gd)
+    yva = torch.tanh(xva @ w / 4)
+    m = h.mlp(16, 64, 1)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    rec = h.Rec(r, "hf", every=1)
+    steps, bs = 600, 16
+    for step in range(1, steps + 1):
+        idx = torch.randint(0, n, (bs,), generator=gd)
+        loss = F.mse_loss(m(x[idx]), y_logged[idx])
+        opt.zero_grad()
+        loss.backward()
+        gn = h.grad_norm(m)
+        opt.step()
+        rec.step(step, float(loss), lr=1e-3, gn=gn, epoch=step * bs / n)
+        if step % 100 == 0:
+            with torch.no_grad():
+                rec.epoch_end(step, step // 100, float(F.mse_loss(m(xva), yva)))
+    r.tags = {k: rec.t[k] for k in ("train_loss", "val_loss", "lr", "grad_norm", "epoch")}
+    return r
+
+
+def bn_stats_val_spikes_keras():
+    """Keras-style per-epoch run: a BatchNorm CNN whose loader, in some epochs, ends on a batch
+    from a shard that was never normalised (x30). Training barely notices one batch, but it is
+    the last one BatchNorm's running statistics see before evaluation, so the validation loss
+    of those epochs jumps and comes back the epoch after."""
+    r = h.Run("bn_stats_val_spikes_keras", "keras",
+              "small BatchNorm CNN, Adam 1e-3, 30 epochs; in epochs 6, 14 and 22 the last "
+              "training batch comes from an unnormalised shard (pixels x30): BatchNorm's running "
+              "mean and variance (momentum 0.1) are dragged off just before evaluation, so the "
+              "validation loss of those epochs spikes while the training loss barely moves")
+    torch.manual_seed(0)
+    xtr, ytr = h.image_data(2048, seed=1)
+    xva, yva = h.image_data(512, seed=2)
+    m = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                      nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 3 * 3, h.K))
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(3)
+    bad_epochs = {6, 14, 22}
+    for ep in range(30):
+        losses, accs = [], []
+        chunks = list(h.batches(len(xtr), 64, gen))
+        for i, idx in enumerate(chunks):
+            xb = xtr[idx]
+            if ep in bad_epochs and i >= len(chunks) - 2:
+                xb = xb * 30.0
+            out = m(xb)
+            loss = F.cross_entropy(out, ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+            accs.append(h.accuracy(out, ytr[idx]))
+        r.log("epoch_loss", ep, sum(losses) / len(losses), "train")
+        r.log("epoch_accuracy", ep, sum(accs) / len(accs), "train")
+        r.log("epoch_learning_rate", ep, 1e-3, "train")
+        vl, va = h.evaluate(m, xva, yva)
+        r.log("epoch_loss", ep, vl, "validation")
+        r.log("epoch_accuracy", ep, va, "validation")
+    r.tags = dict(h.KERAS_TAGS)
+    return r
+
+
+def padded_shard_tail_spikes():
+    """Invented names: each data shard of 1000 examples is served in batches of 64; the last
+    40 records of every shard were written before standardisation (raw sensor values, mean 50,
+    sd 30), so the short last batch of each shard has a loss far above the level."""
+    r = h.Run("padded_shard_tail_spikes", "custom",
+              "MLP classifier, Adam 2e-3; the last 40 records of every 1000-example shard were "
+              "written before standardisation (raw values, mean 50, sd 30): every 16 steps the "
+              "shard's short last batch is all raw records and its loss jumps far above the "
+              "level, then the next shard's clean batches bring it back")
+    torch.manual_seed(0)
+    xtr, ytr = h.teacher_data(8000, seed=1)
+    m = h.mlp(32, 64, h.K)
+    opt = torch.optim.Adam(m.parameters(), lr=2e-3)
+    gen = torch.Generator().manual_seed(3)
+    step = 0
+    for ep in range(3):
+        perm = torch.randperm(len(xtr), generator=gen)
+        for shard in range(0, len(xtr), 1000):
+            ids = perm[shard:shard + 1000]
+            for i in range(0, len(ids), 64):
+                idx = ids[i:i + 64]
+                xb, yb = xtr[idx], ytr[idx]
+                if len(idx) < 64:  # the shard's tail: never standardised
+                    xb = xb * 30.0 + 50.0
+                t0 = h.time.time()
+                loss = F.cross_entropy(m(xb), yb)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                step += 1
+                r.log("Train/Loss_total", step, float(loss))
+                r.log("time/iter_ms", step, 1000 * (h.time.time() - t0))
+    r.tags = {"train_loss": "Train/Loss_total", "step_time": "time/iter_ms"}
+    return r
+
+
+def unmixed_sources_oscillation():
+    """Two datasets (different labelling functions of the same inputs) served in alternating
+    blocks of 40 steps instead of interleaved: each block undoes part of the last, so the
+    loss climbs at every switch and falls within the block, a period of 16 logged points."""
+    r = h.Run("unmixed_sources_oscillation", "lightning",
+              "MLP on two sources (two teachers over the same inputs) concatenated in blocks of "
+              "40 steps each instead of interleaved, Adam 3e-3, logged every 5 steps: the loss "
+              "jumps at every switch and falls within the block (period 80 steps = 16 points), "
+              "and the model never settles on either source")
+    torch.manual_seed(0)
+    xa, ya = h.teacher_data(4096, seed=1, teacher_seed=0)
+    xb, yb = h.teacher_data(4096, seed=2, teacher_seed=5)
+    m = h.mlp(32, 64, h.K)
+    opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(3)
+    for step in range(1, 481):
+        x, y = (xa, ya) if (step - 1) // 40 % 2 == 0 else (xb, yb)
+        idx = torch.randint(0, 4096, (64,), generator=gen)
+        loss = F.cross_entropy(m(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % 5 == 0:
+            r.log("train_loss_step", step, float(loss))
+            r.log("lr-Adam", step, 3e-3)
+            r.log("epoch", step, step * 64 // 8192)
+    r.tags = {"train_loss": "train_loss_step", "lr": "lr-Adam", "epoch": "epoch"}
+    return r
+
+
+def healthy_keras_cyclic_lr():
+    """Keras-style per-epoch run with a triangular cyclic LR that stays inside the stable range
+    (a trap for the schedule and oscillation rules: the LR goes up and down by design)."""
+    r = h.Run("healthy_keras_cyclic_lr", "keras",
+              "small CNN, SGD momentum 0.9 with a triangular cyclic LR between 0.01 and 0.1, "
+              "cycle 8 epochs, 48 epochs: it converges within ~10 epochs and holds, on each of "
+              "five seeds tried (with a peak of 0.2 the net died at chance on two of three)")
+    torch.manual_seed(0)
+    xtr, ytr = h.image_data(1024, seed=1)
+    xva, yva = h.image_data(512, seed=2)
+    m = h.SmallCNN()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+
+    def tri(ep):
+        c = ep % 8
+        return 0.01 + (0.1 - 0.01) * (c / 4 if c <= 4 else (8 - c) / 4)
+    h.keras_fit(r, m, opt, xtr, ytr, xva, yva, 48, 64, 3, lr_fn=tri)
+    r.tags = dict(h.KERAS_TAGS)
+    return r
+
+
+ALL = [unit_mixup_regression_spikes, bn_stats_val_spikes_keras, padded_shard_tail_spikes,
+       unmixed_sources_oscillation, healthy_keras_cyclic_lr]
+
+
+def register_all(module):
+    global h
+    h = module
+    for fn in ALL:
+        module.register(fn)
