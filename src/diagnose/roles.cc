@@ -86,6 +86,8 @@ const std::vector<RolePattern> kDefaults = {
     {"update_ratio", "update_to_weight*", "", "common"},
     {"clip_threshold", "clip_threshold", "", "common"},
     {"clip_threshold", "max_grad_norm", "", "common"},
+    {"clip_threshold", "*/max_grad_norm", "", "HF TrainingArguments name under a prefix"},
+    {"clip_threshold", "*/clip_threshold", "", "common"},
     {"epoch", "epoch", "", "Lightning / common"},
     {"epoch", "trainer/epoch", "", "W&B / Lightning"},
     {"epoch", "*/epoch", "", "common"},

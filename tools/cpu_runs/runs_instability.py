@@ -1,4 +1,4 @@
-"""More instability runs for make_cpu_runs.py: spikes and oscillations from real causes.
+"""More runs for make_cpu_runs.py: spikes, oscillations and dead gradients from real causes.
 
 Kept apart from make_cpu_runs.py (which holds the logging, data, models and the first 49 runs)
 so that file stays readable; make_cpu_runs.py registers these with `register_all(module)`.
@@ -181,8 +181,40 @@ def healthy_keras_cyclic_lr():
     return r
 
 
+def zero_grad_after_backward():
+    """HF-style names: optimizer.zero_grad() moved between backward() and step() in a
+    refactor, so every step applies a zero gradient: nothing learns, and the gradient norm,
+    measured just before the step as the clipping code does, reads 0 every time."""
+    r = h.Run("zero_grad_after_backward", "hf",
+              "MLP classifier, SGD momentum 0.9 lr 0.05; a refactor moved optimizer.zero_grad() "
+              "between loss.backward() and optimizer.step(), so every update is zero: the loss "
+              "stays at its initial level and the gradient norm read before the step is 0")
+    torch.manual_seed(0)
+    xtr, ytr = h.teacher_data(4096, seed=1)
+    xva, yva = h.teacher_data(1024, seed=2)
+    m = h.mlp(32, 64, h.K)
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    rec = h.Rec(r, "hf", every=4)
+    gen = torch.Generator().manual_seed(3)
+    step = 0
+    for ep in range(3):
+        for idx in h.batches(len(xtr), 32, gen):
+            step += 1
+            loss = F.cross_entropy(m(xtr[idx]), ytr[idx])
+            loss.backward()
+            opt.zero_grad()  # the bug: the gradient just computed is thrown away
+            gn = h.grad_norm(m)
+            opt.step()
+            rec.step(step, float(loss), lr=0.05, gn=gn, epoch=step * 32 / len(xtr))
+        vl, va = h.evaluate(m, xva, yva)
+        rec.epoch_end(step, ep, vl, va)
+    r.tags = {k: rec.t[k] for k in ("train_loss", "val_loss", "val_acc", "lr", "grad_norm", "epoch")}
+    return r
+
+
 ALL = [unit_mixup_regression_spikes, bn_stats_val_spikes_keras, padded_shard_tail_spikes,
-       unmixed_sources_oscillation, healthy_keras_cyclic_lr]
+       unmixed_sources_oscillation, healthy_keras_cyclic_lr,
+       zero_grad_after_backward]
 
 
 def register_all(module):
