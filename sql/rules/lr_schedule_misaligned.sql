@@ -8,10 +8,14 @@
 -- fix: Build the schedule from the real total: steps per epoch x epochs (after gradient
 --   accumulation), and check the scheduler is stepped as often as its total assumes.
 -- param floor_frac = 0.15: the LR sat at its floor for at least this fraction of the run
--- param min_levels = 10: distinct LR values before the floor (a continuous decay, not a step schedule)
+-- param min_levels = 10: distinct LR values from the peak to the floor (a continuous decay, not a
+--   step schedule; a warmup's ramp before the peak does not count)
 -- param step_floor_frac = 0.5: a step schedule (fewer levels) sat at its floor for at least this
 --   fraction of the run: the classic recipes drop late (ResNet at 1/3 and 2/3 of the epochs,
 --   CIFAR at 50% and 75%, detectron2 near the end) and spend a third of the run there at most
+-- param min_peak_frac = 0.05: a step schedule whose first drop comes within this fraction of the
+--   run after its peak (a milestone at the warmup's end: no time at the LR it warmed up to) is
+--   judged as a decay, by floor_frac
 -- param long_warmup = 0.2: a warmup longer than this fraction of the run is odd
 -- param constant_min_steps = 5000: a run this long with one LR value surely meant a schedule
 -- param warmup_start = 0.5: a warmup starts at most this fraction of the peak (an LR that starts
@@ -39,7 +43,10 @@ WITH lr AS (
   FROM s0
 ), s AS MATERIALIZED (
   -- The floor: the lowest LR after the peak (a warmup may start lower than the decay ends).
-  SELECT peak.*, (SELECT min(lr.value) FROM lr WHERE lr.series_id = peak.series_id AND lr.step >= peak.peak_at) AS lo
+  SELECT peak.*, (SELECT min(lr.value) FROM lr WHERE lr.series_id = peak.series_id AND lr.step >= peak.peak_at) AS lo,
+         -- Steps down from the peak: a warmup's ramp has many values, and a step schedule
+         -- after it is still a step schedule.
+         (SELECT count(DISTINCT lr.value) FROM lr WHERE lr.series_id = peak.series_id AND lr.step >= peak.peak_at) AS decay_levels
   FROM peak
 ), above AS MATERIALIZED (
   -- The last step above the floor; each subquery runs once per series (a correlated one
@@ -47,6 +54,7 @@ WITH lr AS (
   SELECT s.*,
          (SELECT max(step) FROM lr WHERE lr.series_id = s.series_id AND lr.value > s.lo + 1e-9 * s.hi) AS last_above,
          (SELECT min(step) FROM lr WHERE lr.series_id = s.series_id AND lr.value = s.hi) AS peak_step,
+         (SELECT max(step) FROM lr WHERE lr.series_id = s.series_id AND lr.value = s.hi) AS peak_end,
          -- The run's end as the LR series sees it: its own last point. (Other series of the
          -- directory may come from another writer sharing it, e.g. several HF Trainer runs.)
          s.last_step AS run_last
@@ -83,22 +91,23 @@ WITH lr AS (
 SELECT series_id, floor_step AS onset_step, floor_step AS first_step, run_last AS last_step,
        'warning' AS severity,
        tag || ' reached its floor ' || printf('%.3g', lo) || ' at step ' || floor_step ||
-         CASE WHEN levels < :min_levels THEN ' (its last of ' || levels || ' steps down from ' || printf('%.3g', hi) || ')'
+         CASE WHEN decay_levels < :min_levels THEN ' (its last of ' || decay_levels || ' steps down from ' || printf('%.3g', hi) || ')'
               ELSE '' END || ' and has stayed there for ' ||
          printf('%.0f', 100.0 * (run_last - floor_step) / (run_last - first_step)) ||
          '% of the run (to step ' || run_last || '): the schedule ended long before the training did' AS message,
        json_object('series', tag, 'floor', lo, 'peak', hi, 'floor_step', floor_step, 'last_step', run_last,
                    'fraction_at_floor', 1.0 * (run_last - floor_step) / (run_last - first_step),
-                   'distinct_values', levels, 'step_schedule', levels < :min_levels) AS evidence,
-       CASE WHEN levels < :min_levels THEN 'Step-decay milestones that do not fit the run: milestones counted in ' ||
+                   'distinct_values', decay_levels, 'step_schedule', decay_levels < :min_levels) AS evidence,
+       CASE WHEN decay_levels < :min_levels THEN 'Step-decay milestones that do not fit the run: milestones counted in ' ||
          'epochs for a scheduler stepped every iteration (or the other way round), milestones written for a shorter ' ||
          'run, or a step size far too small.' END AS cause,
-       CASE WHEN levels < :min_levels THEN 'Put the milestones where the run is: in the units the scheduler is ' ||
+       CASE WHEN decay_levels < :min_levels THEN 'Put the milestones where the run is: in the units the scheduler is ' ||
          'stepped in (epochs or iterations), usually at about 50-75% and 75-90% of the run.' END AS fix
 FROM floor
 WHERE hi > 0 AND lo <= 0.5 * hi AND run_last > first_step
-  AND 1.0 * (run_last - floor_step) / (run_last - first_step) >= CASE WHEN levels >= :min_levels THEN :floor_frac
-                                                                        ELSE :step_floor_frac END
+  AND 1.0 * (run_last - floor_step) / (run_last - first_step) >= CASE WHEN decay_levels >= :min_levels
+                                                                          OR 1.0 * (peak_end - peak_step) / (run_last - first_step) < :min_peak_frac
+                                                                        THEN :floor_frac ELSE :step_floor_frac END
 UNION ALL
 SELECT series_id, first_step, first_step, last_step, 'warning',
        tag || CASE WHEN peak_step = last_step

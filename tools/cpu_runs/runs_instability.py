@@ -212,9 +212,34 @@ def zero_grad_after_backward():
     return r
 
 
+def healthy_warmup_multistep():
+    """Lightning-style: the CIFAR recipe with a warmup, linear over the first 5% of the steps,
+    then x0.1 at 50% and 75%: the last quarter at 1% of the peak is by design (a trap for the
+    schedule rule: the warmup's ramp has many LR values, the decay only three)."""
+    r = h.Run("healthy_warmup_multistep", "lightning",
+              "healthy: SmallCNN on 4096 synthetic images, SGD momentum 0.9 peak lr 0.05, linear "
+              "warmup over the first 5% of the steps, then MultiStepLR x0.1 at 50% and 75% of "
+              "the run (the CIFAR recipe), 8 epochs")
+    torch.manual_seed(0)
+    xtr, ytr = h.image_data(4096, seed=1)
+    xva, yva = h.image_data(1024, seed=2)
+    m = h.SmallCNN()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    total = 8 * (4096 // 64)
+
+    def lr_at(step):
+        if step <= 0.05 * total:
+            return 0.05 * step / (0.05 * total)
+        return 0.05 * (0.1 if step > 0.5 * total else 1) * (0.1 if step > 0.75 * total else 1)
+    rec = h.Rec(r, "lightning", every=2, lr="lr-SGD")
+    h.train_classifier(r, rec, m, opt, xtr, ytr, xva, yva, epochs=8, bs=64, seed=3, lr_fn=lr_at)
+    r.tags = {k: rec.t[k] for k in ("train_loss", "train_loss_epoch", "val_loss", "val_acc", "lr", "epoch")}
+    return r
+
+
 ALL = [unit_mixup_regression_spikes, bn_stats_val_spikes_keras, padded_shard_tail_spikes,
        unmixed_sources_oscillation, healthy_keras_cyclic_lr,
-       zero_grad_after_backward]
+       zero_grad_after_backward, healthy_warmup_multistep]
 
 
 def register_all(module):
