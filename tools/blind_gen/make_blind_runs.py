@@ -41,7 +41,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
