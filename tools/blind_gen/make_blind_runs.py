@@ -1210,6 +1210,8 @@ def fam_grad_explosion(rng):
     else:
         k = int(n * U(rng, 0.1, 0.4))
         idx = k + np.where(rng.random(n - k) < U(rng, 0.03, 0.1))[0]
+        if len(idx) < 3:  # a short run can draw no burst at all: give it three
+            idx = np.sort(k + rng.choice(n - k, size=min(3, n - k), replace=False))
         mult = LU(rng, 30, 1000)
         gl = gn[log].copy()
         gl[idx] *= mult * np.exp(rng.normal(0, 0.5, len(idx)))

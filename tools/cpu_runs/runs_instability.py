@@ -237,9 +237,37 @@ def healthy_warmup_multistep():
     return r
 
 
+def full_batch_lr_scaled_twice():
+    """Invented names: a full-batch Adam fit whose LR was scaled by a warmup factor twice
+    (1e-3 x 1e-6 = 1e-9): every step moves each weight by ~1e-9, so the loss, with no
+    minibatch noise to move it, creeps in its seventh digit."""
+    r = h.Run("full_batch_lr_scaled_twice", "custom",
+              "MLP regression on 2048 samples, full-batch Adam; the LR went through the warmup "
+              "scaling twice (1e-3 x 1e-6 = 1e-9): the weights barely move and the full-batch "
+              "loss changes only in its seventh digit")
+    torch.manual_seed(0)
+    gd = torch.Generator().manual_seed(1)
+    x = torch.randn(2048, 16, generator=gd)
+    w = torch.randn(16, 1, generator=gd)
+    y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(2048, 1, generator=gd)
+    m = h.mlp(16, 64, 1)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-9)
+    for step in range(1, 301):
+        loss = F.mse_loss(m(x), y)
+        opt.zero_grad()
+        loss.backward()
+        gn = h.grad_norm(m)
+        opt.step()
+        r.log("loss_total", step, float(loss))
+        r.log("optim/lr", step, 1e-9)
+        r.log("grads/global_norm", step, gn)
+    r.tags = {"train_loss": "loss_total", "lr": "optim/lr", "grad_norm": "grads/global_norm"}
+    return r
+
+
 ALL = [unit_mixup_regression_spikes, bn_stats_val_spikes_keras, padded_shard_tail_spikes,
        unmixed_sources_oscillation, healthy_keras_cyclic_lr,
-       zero_grad_after_backward, healthy_warmup_multistep]
+       zero_grad_after_backward, healthy_warmup_multistep, full_batch_lr_scaled_twice]
 
 
 def register_all(module):
