@@ -376,6 +376,21 @@ TEST(Stats, LocalSpikesThatDidNotRecover) {
   EXPECT_TRUE(LocalSpikes(y, 2, 7, 0.4, 0.6)[0].recovered);
 }
 
+TEST(Stats, LocalSpikesThatRecurEveryFourthPoint) {
+  // A flat log-loss with a little noise and a 3.0 (20x) jump on every fourth point: the jumps
+  // spoil most second differences, so against the MAD of all of them none stands out.
+  Vec y;
+  for (int i = 0; i < 40; ++i) y.push_back(0.01 * ((i * 7) % 5 - 2) + ((i + 1) % 4 == 0 ? 3.0 : 0.0));
+  EXPECT_TRUE(LocalSpikes(y, 2, 7, 0.4, 0.2).empty());
+  // Judged against the noise of the other points (rises of at least log 10 only): each one.
+  const auto s = LocalSpikes(y, 2, 7, 0.4, 0.2, std::log(10.0));
+  ASSERT_EQ(s.size(), 9u);  // the last jump has no two points after it
+  for (size_t j = 0; j < s.size(); ++j) EXPECT_EQ(s[j].index, 4 * j + 3) << j;
+  // Rises below that floor keep the ordinary noise: 3x jumps stay unjudged by the quiet noise.
+  for (double& v : y) v = v > 1 ? std::log(3.0) : v;
+  EXPECT_TRUE(LocalSpikes(y, 2, 7, 0.4, 0.2, std::log(10.0)).empty());
+}
+
 TEST(Stats, TrailingRobustZFlagsInjectedSpike) {
   Vec x = Noise(1000, 0.01, 3);
   for (double& v : x) v += 2.0;

@@ -266,7 +266,11 @@ void LocalSpikesFinal(Acc& a, sqlite3_context* ctx) {
   Json spikes = Json::Array();
   int64_t unrecovered = 0;
   double max_z = 0, max_ratio = 0, first_step = NAN, last_step = NAN;
-  const auto found = scale > 0 ? stats::LocalSpikes(s.value, k, zthr, rise(min_ratio), rise(recover_ratio))
+  // Spikes of 10x and more are judged against a noise estimate that frequent ones cannot
+  // spoil (the "10-100x spikes in a run of 40 points", every sixth point a bad shard).
+  constexpr double kFrequentRatio = 10;
+  const auto found = scale > 0 ? stats::LocalSpikes(s.value, k, zthr, rise(min_ratio), rise(recover_ratio),
+                                                    rise(kFrequentRatio))
                                : std::vector<stats::LocalSpike>{};
   for (const auto& p : found) {
     const double v = s.value[p.index];

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -90,8 +91,12 @@ struct LocalSpike {
   double level = 0, z = 0;
   bool recovered = true;
 };
+// Rises of at least `frequent_min_rise` are judged against the noise of the points without
+// such rises: spikes that recur (a bad shard every fourth batch) would otherwise be read as the
+// curve's noise. Large rises only: heavy-tailed noise would lose its own tail the same way.
 std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double z, double min_rise,
-                                    double recover_tol);
+                                    double recover_tol,
+                                    double frequent_min_rise = std::numeric_limits<double>::infinity());
 
 // One-sided upper CUSUM (Page): S_0 = 0, S_i = max(0, S_{i-1} + (x_i - mean)/sd - k).
 // Returns the first index where S_i > h, or -1. `onset` (if given) receives the index where

@@ -265,9 +265,38 @@ def full_batch_lr_scaled_twice():
     return r
 
 
+def corrupt_quarter_short_spikes():
+    """Keras-style per-epoch logs, 40 epochs of one big batch each: one shard in four was
+    written without standardisation (x100), and the loader visits the shards in order, so every
+    fourth epoch's loss is tens of times the level; a quarter of the points are spikes, too many
+    for a median-based noise estimate to ignore."""
+    r = h.Run("corrupt_quarter_short_spikes", "custom",
+              "MLP regression, 40 logged steps, Adam 1e-3; the data is four shards read in turn "
+              "and one of them was never standardised (raw scale x100): every fourth step's "
+              "batch comes from it and its loss jumps by 10-100x")
+    torch.manual_seed(0)
+    gd = torch.Generator().manual_seed(1)
+    x = torch.randn(4096, 16, generator=gd)
+    w = torch.randn(16, 1, generator=gd)
+    y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(4096, 1, generator=gd)
+    m = h.mlp(16, 64, 1)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    for step in range(1, 41):
+        idx = torch.randint(0, 4096, (64,), generator=gd)
+        xb = x[idx] * (100.0 if step % 4 == 0 else 1.0)
+        loss = F.mse_loss(m(xb), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        r.log("train/mse_loss", step, float(loss))
+    r.tags = {"train_loss": "train/mse_loss"}
+    return r
+
+
 ALL = [unit_mixup_regression_spikes, bn_stats_val_spikes_keras, padded_shard_tail_spikes,
        unmixed_sources_oscillation, healthy_keras_cyclic_lr,
-       zero_grad_after_backward, healthy_warmup_multistep, full_batch_lr_scaled_twice]
+       zero_grad_after_backward, healthy_warmup_multistep, full_batch_lr_scaled_twice,
+       corrupt_quarter_short_spikes]
 
 
 def register_all(module):
