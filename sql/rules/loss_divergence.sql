@@ -45,6 +45,12 @@
 -- since, went back up this high and fell again by itself is swinging (loss_oscillation).
 -- (The step where it was as high before is `was_as_high_step` in tw_divergence's result.)
 --
+-- An RL run (a `reward` series: SB3's rollout/ep_rew_mean, CleanRL's episodic_return, ...)
+-- whose return is still climbing at the end: its value or TD loss predicts returns, so it grows
+-- with them (4x as the return goes from -150 to 70 is learning). Such a rise is information;
+-- one while the return falls back is the value function diverging (a target network never
+-- refreshed), and stays critical.
+--
 -- Downwards: a loss that can go negative (energy-based, contrastive, a likelihood with a
 -- learned variance) has no log scale, and one diving from O(1) to -1e18 has diverged as surely
 -- as one climbing to +1e18: the objective found a direction in which it is unbounded. The
@@ -132,6 +138,18 @@ WITH sized AS MATERIALIZED (
          CASE WHEN log = 1 THEN peak ELSE 1 + (peak_value - best) / max(abs(best), early) END AS peak
   FROM v0 LEFT JOIN turn USING (series_id)
   WHERE log = 1 OR (max(abs(best), early) > 0 AND turn.hinge - turn.lo >= :turn_frac * (turn.hi - turn.lo))
+), returns AS MATERIALIZED (
+  -- An RL run whose return is still climbing (its last tenth above its first, and among its
+  -- best quarter): a value or TD loss grows with the returns it predicts, which is learning.
+  SELECT count(*) AS n FROM (
+    SELECT tw_median(CASE WHEN k <= max(3, cnt / 10) THEN value END) AS early,
+           tw_median(CASE WHEN cnt - k < max(3, cnt / 10) THEN value END) AS recent,
+           tw_quantile(value, 0.75) AS q75, count(*) AS pts
+    FROM (SELECT series_id, value, row_number() OVER (PARTITION BY series_id ORDER BY step) AS k,
+                 count(*) OVER (PARTITION BY series_id) AS cnt
+          FROM role_points WHERE run_id = :run_id AND role = 'reward' AND value_class = 0)
+    GROUP BY series_id)
+  WHERE pts >= 10 AND recent > early AND recent >= q75
 ), up AS (
   SELECT * FROM v
   WHERE (CASE WHEN log = 1 THEN ratio >= 0.7 * peak ELSE ratio - 1 >= 0.7 * (peak - 1) END) AND was_as_high IS NULL
@@ -140,7 +158,8 @@ WITH sized AS MATERIALIZED (
          OR (ratio >= :blowup_ratio AND frac >= :min_frac))
     AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
 )
-SELECT series_id, 'critical' AS severity, best_step AS onset_step, best_step AS first_step, last_step,
+SELECT series_id, CASE WHEN (SELECT n FROM returns) > 0 THEN 'info' ELSE 'critical' END AS severity,
+       best_step AS onset_step, best_step AS first_step, last_step,
        tag || ' has risen from its best ' || printf('%.4g', best) ||
          CASE WHEN log = 1 THEN ' at step ' ELSE ' (the rise began at step ' END || best_step ||
          CASE WHEN log = 1 THEN '' ELSE ')' END ||
@@ -152,11 +171,20 @@ SELECT series_id, 'critical' AS severity, best_step AS onset_step, best_step AS 
          ' (trend z ' || printf('%.1f', z) || ' over ' ||
          printf('%.0f', 100 * frac) || '% of the run' ||
          CASE WHEN z_recent >= :recent_z THEN '' ELSE '; z ' || printf('%.1f', z_recent) || ' over its later half' END ||
-         ')' AS message,
+         ')' || CASE WHEN (SELECT n FROM returns) > 0
+                     THEN '; the episode return is still climbing, and a value or TD loss grows with the returns it ' ||
+                          'predicts: learning, unless the return turns down' ELSE '' END AS message,
        json_object('series', tag, 'best_step', best_step, 'best', best, 'current', cur,
                    'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
                    'recent_trend_z', z_recent, 'step_share', step_share,
-                   'smoothing_window', w, 'log_scale', log = 1) AS evidence
+                   'smoothing_window', w, 'log_scale', log = 1) AS evidence,
+       CASE WHEN (SELECT n FROM returns) > 0
+         THEN 'An RL loss is not a supervised one: the value (or TD) targets are returns, and as the returns grow ' ||
+              'so does the error in predicting them.' END AS cause,
+       CASE WHEN (SELECT n FROM returns) > 0
+         THEN 'Nothing while the return climbs; normalize the value targets (VecNormalize(norm_reward=True)) to keep ' ||
+              'the loss readable. If the return turns down while this loss climbs, the value function is diverging: ' ||
+              'lower the learning rate, refresh the target network more often.' END AS fix
 FROM up
 UNION ALL
 SELECT series_id, 'warning', ex_from, ex_from, last_step,
@@ -164,7 +192,7 @@ SELECT series_id, 'warning', ex_from, ex_from, last_step,
          ex_from || ') by step ' || ex_peak || ', and came back within 2x of that best only by step ' || ex_back ||
          ' (smoothed over ' || w || ' points): the run lost that stretch, and what made it blow up is still there',
        json_object('series', tag, 'form', 'transient', 'best_step', ex_from, 'peak_step', ex_peak,
-                   'back_step', ex_back, 'excursion_ratio', ex_ratio, 'smoothing_window', w)
+                   'back_step', ex_back, 'excursion_ratio', ex_ratio, 'smoothing_window', w), NULL, NULL
 FROM v
 WHERE log = 1 AND ex_ratio >= :blowup_ratio AND ex_back IS NOT NULL AND series_id NOT IN (SELECT series_id FROM up)
 UNION ALL
@@ -173,5 +201,5 @@ SELECT series_id, 'critical', onset, onset, last_step,
          ' in size at the start to ' || printf('%.3g', cur) || ' now (deepest ' || printf('%.3g', deepest) ||
          ', since step ' || onset || '): the objective is unbounded below and the model exploits it',
        json_object('series', tag, 'direction', 'down', 'early_size', early, 'current', cur,
-                   'deepest', deepest, 'ratio_to_early', -cur / early, 'onset_step', onset)
+                   'deepest', deepest, 'ratio_to_early', -cur / early, 'onset_step', onset), NULL, NULL
 FROM dive

@@ -308,7 +308,7 @@ bool GuessMemory(const Tokens& t, double plain, std::vector<RoleGuess>* out) {
 
 int RoleDirection(const std::string& role) {
   if (role == "train_loss" || role == "val_loss") return -1;
-  if (role == "train_acc" || role == "val_acc" || role == "val_metric") return 1;
+  if (role == "train_acc" || role == "val_acc" || role == "val_metric" || role == "reward") return 1;
   return 0;
 }
 

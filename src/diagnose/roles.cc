@@ -118,6 +118,12 @@ const std::vector<RolePattern> kDefaults = {
     {"val_metric", "val*/miou", "", "common"},
     {"val_metric", "metrics/mAP*", "", "YOLO"},
     {"val_metric", "eval/f1", "", "HF Trainer"},
+    // An RL run's return: its losses (value, TD) scale with it, which the loss rules must know.
+    {"reward", "rollout/ep_rew_mean", "", "Stable-Baselines3"},
+    {"reward", "eval/mean_reward", "", "Stable-Baselines3 EvalCallback"},
+    {"reward", "*/ep_rew_mean", "", "Stable-Baselines3"},
+    {"reward", "charts/episodic_return", "", "CleanRL"},
+    {"reward", "*episode_reward_mean", "", "RLlib / Tune"},
 };
 
 struct RunInfo {

@@ -293,10 +293,63 @@ def corrupt_quarter_short_spikes():
     return r
 
 
+def healthy_a2c_value_loss_grows():
+    """SB3-style names: an advantage actor-critic learning a walk-to-the-goal task. As the policy
+    improves the returns grow from ~3 to ~25, and the value loss (MSE against returns, not
+    normalized, as SB3's default) grows with them: a rising loss that is learning."""
+    r = h.Run("healthy_a2c_value_loss_grows", "custom",
+              "healthy: A2C (16 parallel episodes of 30 steps, Adam 3e-3, vf_coef 0.5, entropy "
+              "0.01) on a line walk where every step at position >= 3 pays 1: the return climbs "
+              "from ~3 to ~25 and the unnormalized value loss rises with it")
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(3)
+    pol = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 2))
+    val = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 1))
+    opt = torch.optim.Adam(list(pol.parameters()) + list(val.parameters()), lr=3e-4)
+    envs, horizon, gamma = 16, 30, 0.99
+    timesteps = 0
+    for update in range(1, 301):
+        pos = torch.full((envs,), -4.0)
+        obs, acts, rews = [], [], []
+        for t in range(horizon):
+            o = torch.stack([pos / 5, torch.full((envs,), t / horizon)], 1)
+            logits = pol(o)
+            a = torch.multinomial(torch.softmax(logits, 1), 1, generator=gen).squeeze(1)
+            pos = (pos + (a * 2 - 1)).clamp(-5, 5)
+            obs.append(o)
+            acts.append(a)
+            rews.append((pos >= 3).float())
+        ret, g = [], torch.zeros(envs)
+        for rw in reversed(rews):
+            g = rw + gamma * g
+            ret.append(g)
+        ret = torch.stack(ret[::-1])
+        o = torch.stack(obs)
+        v = val(o).squeeze(-1)
+        logp = torch.log_softmax(pol(o), -1)
+        chosen = logp.gather(-1, torch.stack(acts).unsqueeze(-1)).squeeze(-1)
+        adv = (ret - v).detach()
+        pg = -(chosen * adv).mean()
+        vloss = F.mse_loss(v, ret)
+        ent = -(logp.exp() * logp).sum(-1).mean()
+        loss = pg + 0.5 * vloss - 0.01 * ent
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        timesteps += envs * horizon
+        if update % 2 == 0:
+            r.log("rollout/ep_rew_mean", timesteps, float(torch.stack(rews).sum(0).mean()))
+            r.log("train/loss", timesteps, float(loss))
+            r.log("train/value_loss", timesteps, float(vloss))
+            r.log("train/learning_rate", timesteps, 3e-4)
+    r.tags = {"train_loss": "train/loss", "lr": "train/learning_rate", "reward": "rollout/ep_rew_mean"}
+    return r
+
+
 ALL = [unit_mixup_regression_spikes, bn_stats_val_spikes_keras, padded_shard_tail_spikes,
        unmixed_sources_oscillation, healthy_keras_cyclic_lr,
        zero_grad_after_backward, healthy_warmup_multistep, full_batch_lr_scaled_twice,
-       corrupt_quarter_short_spikes]
+       corrupt_quarter_short_spikes, healthy_a2c_value_loss_grows]
 
 
 def register_all(module):
