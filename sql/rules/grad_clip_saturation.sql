@@ -75,3 +75,17 @@ SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_st
        json_object('series', tag, 'threshold', t, 'share_above', 1.0 * above / n, 'median', med,
                    'points', n, 'optimizer', optimizer) AS evidence
 FROM judged WHERE n >= :min_points AND 1.0 * above / n >= :max_share
+UNION ALL
+-- fairseq logs the clipping itself: `clip` is the percentage of the interval's updates that were
+-- clipped (0-100). Read as a percentage only when it is one (values above 1: a clip threshold of
+-- 1 named `clip` is not a share of 100%).
+SELECT series_id, first_step, first_step, last_step, 'warning',
+       tag || ' (the share of updates whose gradient was clipped) has a median of ' || printf('%.0f', 100 * share) ||
+         '% over the last ' || n || ' logged intervals: nearly every update is rescaled by the clip',
+       json_object('series', tag, 'share_clipped', share, 'points', n)
+FROM (SELECT series_id, tag, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
+             tw_median(value) / 100.0 AS share, max(value) AS hi
+      FROM (SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k
+            FROM role_points WHERE run_id = :run_id AND role = 'clip_fraction' AND value_class = 0)
+      WHERE k <= :recent GROUP BY series_id)
+WHERE n >= :min_points AND hi > 1 AND hi <= 100 AND share >= :max_share

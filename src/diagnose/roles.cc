@@ -88,6 +88,11 @@ const std::vector<RolePattern> kDefaults = {
     {"clip_threshold", "max_grad_norm", "", "common"},
     {"clip_threshold", "*/max_grad_norm", "", "HF TrainingArguments name under a prefix"},
     {"clip_threshold", "*/clip_threshold", "", "common"},
+    // fairseq's `clip`: the percentage of updates whose gradient norm was clipped.
+    {"clip_fraction", "clip", "", "fairseq"},
+    {"clip_fraction", "*/clip", "", "fairseq"},
+    {"clip_fraction", "clip_fraction", "", "common"},
+    {"clip_fraction", "*/clip_fraction", "", "common"},
     {"epoch", "epoch", "", "Lightning / common"},
     {"epoch", "trainer/epoch", "", "W&B / Lightning"},
     {"epoch", "*/epoch", "", "common"},

@@ -346,10 +346,47 @@ def healthy_a2c_value_loss_grows():
     return r
 
 
+def fairseq_clip_norm_tiny():
+    """fairseq-style names in a train_inner sub-run: --clip-norm 0.01 where 1.0 was meant. fairseq
+    logs `clip`, the percentage of the interval's updates whose gradient norm was clipped; here
+    it is 100 at every interval."""
+    r = h.Run("fairseq_clip_norm_tiny", "custom",
+              "tiny transformer LM, SGD lr 0.1 momentum 0.9, --clip-norm 0.01 (meant 1.0), fairseq-style "
+              "logging every 10 updates (loss in base 2, gnorm the pre-clip norm, clip the share of "
+              "updates clipped in percent): every update is clipped and training crawls")
+    torch.manual_seed(0)
+    data = h.markov_tokens(4096, 17, seed=1)
+    m = h.TinyLM()
+    opt = torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    gen = torch.Generator().manual_seed(3)
+    losses, norms, clipped = [], [], []
+    for step in range(1, 401):
+        idx = torch.randint(0, len(data), (16,), generator=gen)
+        xb = data[idx]
+        logits = m(xb[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, 16), xb[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        gn = float(torch.nn.utils.clip_grad_norm_(m.parameters(), 0.01))
+        opt.step()
+        losses.append(float(loss) / math.log(2))
+        norms.append(gn)
+        clipped.append(100.0 if gn > 0.01 else 0.0)
+        if step % 10 == 0:
+            r.log("loss", step, sum(losses) / len(losses), "train_inner")
+            r.log("gnorm", step, sum(norms) / len(norms), "train_inner")
+            r.log("clip", step, sum(clipped) / len(clipped), "train_inner")
+            r.log("lr", step, 0.1, "train_inner")
+            losses, norms, clipped = [], [], []
+    r.tags = {"train_loss": "loss", "grad_norm": "gnorm", "clip_fraction": "clip", "lr": "lr"}
+    return r
+
+
 ALL = [unit_mixup_regression_spikes, bn_stats_val_spikes_keras, padded_shard_tail_spikes,
        unmixed_sources_oscillation, healthy_keras_cyclic_lr,
        zero_grad_after_backward, healthy_warmup_multistep, full_batch_lr_scaled_twice,
-       corrupt_quarter_short_spikes, healthy_a2c_value_loss_grows]
+       corrupt_quarter_short_spikes, healthy_a2c_value_loss_grows,
+       fairseq_clip_norm_tiny]
 
 
 def register_all(module):
