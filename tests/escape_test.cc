@@ -364,6 +364,12 @@ TEST_F(ConfigGuard, NonAsciiWhereTomlppSkipsWhitespaceIsRefusedByLineAndColumn) 
   // (toml++ scans "1that'..." as one token up to a terminator).
   e = LoadError(std::string("# trconds.\ncne = 1that'\xef\xbb\xaf-\0@\0n{the ra te\n", 42));
   EXPECT_NE(e.find(path_ + ":2:13: non-ASCII character outside a string or comment"), std::string::npos) << e;
+  // A 30-minute fuzz_config run's find: a bracket glued to a bare token ("+[") opens no array,
+  // so the quote after it opens no string either; toml++ scans on into the "é".
+  e = LoadError("s=+[\"\xca\x9a");
+  EXPECT_NE(e.find(path_ + ":1:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
+  e = LoadError("a = -{\"\xc3\xa9\"}\n");
+  EXPECT_NE(e.find(path_ + ":1:8: non-ASCII character outside a string or comment"), std::string::npos) << e;
   e = LoadError("[store]\npath = \"\"\"a\\\n   \xc3\xa9\"\"\"\n");
   EXPECT_NE(e.find(path_ + ":3:4: a non-ASCII character right after a line-ending backslash"), std::string::npos)
       << e;

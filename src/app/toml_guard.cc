@@ -63,17 +63,19 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
           last = '[';
           continue;
         }
-        if (c == '[' || c == '{') ++nesting;
-        if ((c == ']' || c == '}') && nesting > 0) --nesting;
         // A quote opens a string only where a key or value starts: first on its line, or after
         // = [ , { or a dotted key's dot. Glued to a bare token ("1that'") it does not: toml++
         // reads that token on to a terminator, asking of each character whether it is
-        // whitespace, so what follows the quote is code.
+        // whitespace, so what follows the quote is code. The same holds for a bracket glued to
+        // one ("+[\"é"): no array opens there, so no string opens after it either.
         const bool opens = !line_has_code || last == '=' || last == '[' || last == ',' || last == '{' ||
                            last == '.';
+        const bool glued = (c == '[' || c == '{') && !opens;  // after a value or a bare token: no array
+        if ((c == '[' || c == '{') && !glued) ++nesting;
+        if ((c == ']' || c == '}') && nesting > 0) --nesting;
         if (c != ' ' && c != '\t' && c != '\r') {
           line_has_code = true;
-          last = c;
+          last = glued ? '+' : c;  // a bracket glued to a token is part of the token
         }
         if (c == '#') {
           in = In::kComment;
