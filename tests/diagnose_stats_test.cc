@@ -405,45 +405,6 @@ TEST(Stats, TrailingRobustZFlagsInjectedSpike) {
   EXPECT_LT(worst, 6);
 }
 
-TEST(Stats, TrailingRobustZDetrendedSeesSpikesOnADescent) {
-  // A log-loss falling steadily through every window, with small noise and a spike of log 0.7
-  // (2x) every 16 points: the window's spread is mostly the descent, not noise.
-  Vec x = Noise(400, 0.02, 5);
-  for (size_t i = 0; i < x.size(); ++i) x[i] += 1.0 - 0.004 * static_cast<double>(i);
-  for (size_t i = 120; i < x.size(); i += 16) x[i] += 0.7;
-  const TrailingZ plain = TrailingRobustZ(x, 100);
-  const TrailingZ detrended = TrailingRobustZ(x, 100, /*detrend=*/true);
-  int plain_hits = 0, detrended_hits = 0, detrended_false = 0;
-  for (size_t i = 120; i < x.size(); ++i) {
-    const bool spike = (i - 120) % 16 == 0;
-    if (spike) plain_hits += plain.z[i] > 7, detrended_hits += detrended.z[i] > 7;
-    else detrended_false += detrended.z[i] > 7;
-    // The level is still the window's median: the detrending changes the scale only.
-    EXPECT_DOUBLE_EQ(detrended.level[i], plain.level[i]) << i;
-  }
-  EXPECT_EQ(plain_hits, 0);  // the descent's spread (MAD ~0.1) hides a 2x spike
-  EXPECT_EQ(detrended_hits, 18);
-  EXPECT_EQ(detrended_false, 0);
-  // On a flat noisy curve the two scales agree to within sampling error.
-  const Vec flat = Noise(400, 0.1, 6);
-  const TrailingZ a = TrailingRobustZ(flat, 100), b = TrailingRobustZ(flat, 100, true);
-  for (size_t i = 100; i < flat.size(); ++i) EXPECT_NEAR(b.z[i], a.z[i], 0.5 + 0.3 * std::abs(a.z[i])) << i;
-}
-
-TEST(Stats, TrailingRobustZMinWindowJudgesTheFirstWindow) {
-  Vec x = Noise(300, 0.01, 7);
-  for (double& v : x) v += 1.0;
-  x[30] += 1.0;
-  EXPECT_TRUE(std::isnan(TrailingRobustZ(x, 100).z[30]));  // inside the first window: unjudged
-  const TrailingZ t = TrailingRobustZ(x, 100, true, 20);
-  for (size_t i = 0; i < 20; ++i) EXPECT_TRUE(std::isnan(t.z[i])) << i;
-  EXPECT_GT(t.z[30], 20);  // against the 30 points before it
-  EXPECT_NEAR(t.level[30], 1.0, 0.01);
-  EXPECT_LT(std::abs(t.z[29]), 6);
-  // From the full window on, it is the plain trailing window again (same level).
-  EXPECT_DOUBLE_EQ(t.level[200], TrailingRobustZ(x, 100).level[200]);
-}
-
 TEST(Stats, TrailingRobustZEdges) {
   TrailingZ t = TrailingRobustZ(Vec{}, 5);
   EXPECT_TRUE(t.z.empty() && t.level.empty());

@@ -193,15 +193,12 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
   const double recover_ratio = std::max(1.0, Arg(a, 3, 1.25));
   Series s = Sorted(a, true);
   const size_t n = s.value.size();
-  // Detrended: a descending loss's spread is not its noise. From 20 points on (a median and a
-  // MAD mean something there), so spikes in a long run's first window are judged too.
-  const int min_window = std::min(window, 20);
-  stats::TrailingZ tz = stats::TrailingRobustZ(s.value, window, /*detrend=*/true, min_window);
+  stats::TrailingZ tz = stats::TrailingRobustZ(s.value, window);
   Json spikes = Json::Array();
   int64_t count = 0, unrecovered = 0, pending = 0;
   double max_z = 0, max_ratio = 0;
   double first_step = NAN, last_step = NAN;
-  for (size_t i = static_cast<size_t>(min_window); i < n; ++i) {
+  for (size_t i = window; i < n; ++i) {
     if (!(tz.z[i] > zthr)) continue;
     // One event: the run of points above the threshold; its peak describes it.
     size_t end = i, peak = i;

@@ -391,30 +391,15 @@ double RankVonNeumannZ(std::span<const double> y) {
   return (2 - num / den) / std::sqrt(var);
 }
 
-TrailingZ TrailingRobustZ(std::span<const double> x, int window, bool detrend, int min_window) {
+TrailingZ TrailingRobustZ(std::span<const double> x, int window) {
   TrailingZ out{std::vector<double>(x.size(), kNaN), std::vector<double>(x.size(), kNaN)};
   if (window < 1 || static_cast<size_t>(window) >= x.size()) return out;
   const size_t w = static_cast<size_t>(window);
-  const size_t first = min_window > 0 && min_window < window ? static_cast<size_t>(min_window) : w;
-  std::vector<double> scratch(w), half(w);
-  for (size_t i = first; i < x.size(); ++i) {
-    const size_t len = std::min(i, w);
-    const auto win = x.subspan(i - len, len);
-    scratch.assign(win.begin(), win.end());
+  std::vector<double> scratch(w);
+  for (size_t i = w; i < x.size(); ++i) {
+    scratch.assign(x.begin() + (i - w), x.begin() + i);
     const double m = MedianInPlace(scratch);
-    if (detrend && len >= 4) {
-      // The slope between the medians of the two halves (their centres len - h apart).
-      const size_t h = len / 2;
-      half.assign(win.begin(), win.begin() + h);
-      const double lo = MedianInPlace(half);
-      half.assign(win.end() - h, win.end());
-      const double slope = (MedianInPlace(half) - lo) / static_cast<double>(len - h);
-      for (size_t j = 0; j < len; ++j) scratch[j] = win[j] - slope * static_cast<double>(j);
-      const double c = MedianInPlace(scratch);
-      for (double& v : scratch) v = std::abs(v - c);
-    } else {
-      for (double& v : scratch) v = std::abs(v - m);
-    }
+    for (double& v : scratch) v = std::abs(v - m);
     double d = MedianInPlace(scratch);
     if (d == 0) d = std::max(1e-12, 1e-6 * std::abs(m));
     out.z[i] = 0.6745 * (x[i] - m) / d;

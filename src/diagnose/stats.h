@@ -65,17 +65,11 @@ double RankVonNeumannZ(std::span<const double> y);
 // When d is 0 (a constant window) d is replaced by max(1e-12, 1e-6 * |m|), so a constant
 // stretch followed by a jump reads as a large z rather than a division by zero.
 // Entries before `window` are NaN. O(n * window log window) is fine for window <= 1000.
-// With `detrend`, d is the MAD of the window's residuals from its trend line (the slope
-// between the medians of its two halves), not of its values: a loss falling through the
-// window spreads its values but not its noise, and a spread read as noise hides the spikes
-// of a descending curve. m stays the window's median (the level a spike is measured from).
-// With min_window in (0, window), the points from min_window on are judged against all the
-// points before them until the window is full, so a long run's first window is not skipped.
 struct TrailingZ {
   std::vector<double> z;
   std::vector<double> level;
 };
-TrailingZ TrailingRobustZ(std::span<const double> x, int window, bool detrend = false, int min_window = 0);
+TrailingZ TrailingRobustZ(std::span<const double> x, int window);
 
 // Spikes judged against the curve on both sides, for short curves (an epoch or an evaluation
 // per point) where a trailing window would hold too few points or mostly trend: a point is a
