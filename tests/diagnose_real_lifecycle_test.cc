@@ -222,5 +222,25 @@ TEST_F(RealLifecycleTest, AStartAboveChanceIsNoBetterThanAGuess) {
   EXPECT_LE(*c[0].onset_step, 12) << c[0].message;
 }
 
+// --- RL losses follow the returns ------------------------------------------------------------
+
+// Real A2C runs (SB3 names): the return climbs from ~0.5 to ~21 and the unnormalized value loss
+// inside train/loss rises with it, 70-130x (the committed run, and a held-out draw whose loss
+// also steps up once without coming back). Information naming the returns, not a divergence
+// or an unrecovered spike.
+TEST_F(RealLifecycleTest, AnRlLossRisingWithTheReturnIsNoAlarm) {
+  CopyCpuRuns({"healthy_a2c_value_loss_grows"});
+  CopyRun(HeldOut() + "/healthy_a2c_value_loss_grows_seed2000", "a2c_seed2000");
+  Evaluation ev = Evaluate();
+  for (const char* run : {"healthy_a2c_value_loss_grows", "a2c_seed2000"}) {
+    auto d = Of(ev, "loss_divergence", run);
+    ASSERT_EQ(d.size(), 1u) << run;
+    EXPECT_EQ(d[0].severity, Severity::kInfo) << d[0].message;
+    EXPECT_NE(d[0].message.find("episode return is still climbing"), std::string::npos) << d[0].message;
+    for (const auto& s : Of(ev, "loss_spikes", run)) EXPECT_EQ(s.severity, Severity::kInfo) << s.message;
+  }
+  ASSERT_FALSE(Of(ev, "loss_spikes", "a2c_seed2000").empty());  // the step that stayed up: told, as information
+}
+
 }  // namespace
 }  // namespace tw::diagnose

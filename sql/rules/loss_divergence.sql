@@ -139,17 +139,7 @@ WITH sized AS MATERIALIZED (
   FROM v0 LEFT JOIN turn USING (series_id)
   WHERE log = 1 OR (max(abs(best), early) > 0 AND turn.hinge - turn.lo >= :turn_frac * (turn.hi - turn.lo))
 ), returns AS MATERIALIZED (
-  -- An RL run whose return is still climbing (its last tenth above its first, and among its
-  -- best quarter): a value or TD loss grows with the returns it predicts, which is learning.
-  SELECT count(*) AS n FROM (
-    SELECT tw_median(CASE WHEN k <= max(3, cnt / 10) THEN value END) AS early,
-           tw_median(CASE WHEN cnt - k < max(3, cnt / 10) THEN value END) AS recent,
-           tw_quantile(value, 0.75) AS q75, count(*) AS pts
-    FROM (SELECT series_id, value, row_number() OVER (PARTITION BY series_id ORDER BY step) AS k,
-                 count(*) OVER (PARTITION BY series_id) AS cnt
-          FROM role_points WHERE run_id = :run_id AND role = 'reward' AND value_class = 0)
-    GROUP BY series_id)
-  WHERE pts >= 10 AND recent > early AND recent >= q75
+  SELECT count(*) AS n FROM run_returns_rising WHERE run_id = :run_id
 ), up AS (
   SELECT * FROM v
   WHERE (CASE WHEN log = 1 THEN ratio >= 0.7 * peak ELSE ratio - 1 >= 0.7 * (peak - 1) END) AND was_as_high IS NULL

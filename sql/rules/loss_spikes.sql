@@ -38,6 +38,9 @@
 -- and, like averaged points, one spike is information: the balance broke (a discriminator loss
 -- 35x up for one step, then D(x) at 0.999: the discriminator took over).
 --
+-- An RL run whose return is still climbing (run_returns_rising): its value or TD loss steps up
+-- with the returns it predicts, so a step that does not come back is information there.
+--
 -- Divergence does not mute spikes: a spike is judged against the curve's local level, so a
 -- steady rise is none; spikes on a run that also diverges are events of their own (the
 -- instability shows as jumps before the level gives way).
@@ -79,7 +82,7 @@ WITH span AS (
   GROUP BY s.series_id
 )
 SELECT series_id, first_step AS onset_step, first_step, last_step,
-       CASE WHEN n >= :many OR unrecovered > 0 THEN 'warning' ELSE 'info' END AS severity,
+       CASE WHEN n >= :many OR unrecovered > 0 AND NOT rl THEN 'warning' ELSE 'info' END AS severity,
        tag || ': ' || n || ' spike' || CASE WHEN n > 1 THEN 's' ELSE '' END ||
          CASE WHEN n > 1 THEN ' between steps ' || first_step || ' and ' || last_step ELSE ' at step ' || first_step END ||
          ' (up to ' || printf('%.1f', max_ratio) || 'x the ' ||
@@ -87,7 +90,9 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
               ELSE 'running level, robust z up to ' || printf('%.0f', max_z) END || ')' ||
          CASE WHEN unrecovered > 0 THEN '; ' || unrecovered || ' did not come back within ' ||
               CAST(CASE WHEN short THEN :short_k ELSE :recover_points END AS INTEGER) || ' points' ELSE '' END ||
-         CASE WHEN role = 'gan_loss' AND n < :many AND unrecovered = 0
+         CASE WHEN rl AND unrecovered > 0 AND n < :many
+              THEN '; the episode return is still climbing, and an RL loss (value, TD) steps up with the returns it predicts'
+              WHEN role = 'gan_loss' AND n < :many AND unrecovered = 0
               THEN '; in a GAN player''s loss a spike is the balance between the players breaking (look at ' ||
                    'D(x) and D(G(z)) there: one player took over)'
               WHEN averaged AND n < :many AND unrecovered = 0
@@ -96,5 +101,5 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
               ELSE '' END AS message,
        json_object('series', tag, 'spikes', json(spikes), 'count', n, 'unrecovered', unrecovered,
                    'window', w, 'z_threshold', :z, 'method', CASE WHEN short THEN 'local' ELSE 'trailing' END) AS evidence
-FROM big
+FROM (SELECT big.*, EXISTS (SELECT 1 FROM run_returns_rising WHERE run_id = :run_id) AS rl FROM big) big
 WHERE big >= :min_count OR n >= :many OR unrecovered > 0 OR averaged

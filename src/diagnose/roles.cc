@@ -373,7 +373,19 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       "SELECT f.run_id, max(h.value_num) AS steps FROM run_family f JOIN main.hparams h ON h.run_id = f.member "
       "WHERE h.value_type = 'number' AND h.value_num > 0 AND lower(h.key) IN ('max_steps', 'total_steps', "
       "'num_training_steps', 'train_steps', 'train_iters', 'max_iter', 'max_iters', 'total_iters', 'num_steps') "
-      "GROUP BY f.run_id;"));
+      "GROUP BY f.run_id;"
+      // The RL runs whose episode return is still climbing at the end (its last tenth above its
+      // first, and in its best quarter): their value and TD losses grow with the returns they
+      // predict, which the loss rules must not call divergence or unrecovered spikes.
+      "CREATE TEMP VIEW IF NOT EXISTS run_returns_rising AS "
+      "SELECT DISTINCT run_id FROM (SELECT run_id, count(*) AS pts, "
+      "  tw_median(CASE WHEN k <= max(3, cnt / 10) THEN value END) AS early, "
+      "  tw_median(CASE WHEN cnt - k < max(3, cnt / 10) THEN value END) AS recent, "
+      "  tw_quantile(value, 0.75) AS q75 "
+      "  FROM (SELECT run_id, series_id, value, row_number() OVER (PARTITION BY series_id ORDER BY step) AS k, "
+      "        count(*) OVER (PARTITION BY series_id) AS cnt "
+      "        FROM role_points WHERE role = 'reward' AND value_class = 0) GROUP BY series_id) "
+      "WHERE pts >= 10 AND recent > early AND recent >= q75;"));
   TW_RETURN_IF_ERROR(db.Exec("BEGIN"));
   Result<store::Stmt> del = db.Prepare("DELETE FROM temp.run_roles WHERE run_id = ?");
   Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?,?,?,?)");
