@@ -370,6 +370,15 @@ TEST_F(ConfigGuard, NonAsciiWhereTomlppSkipsWhitespaceIsRefusedByLineAndColumn) 
   EXPECT_NE(e.find(path_ + ":1:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
   e = LoadError("a = -{\"\xc3\xa9\"}\n");
   EXPECT_NE(e.find(path_ + ":1:8: non-ASCII character outside a string or comment"), std::string::npos) << e;
+  // The re-run's find: a dot in a value is a number's, not a dotted key's ("0.'" is one token).
+  e = LoadError("t=0.'\xd1\x9a");
+  EXPECT_NE(e.find(path_ + ":1:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
+  e = LoadError("a = [\n  1,\n  2.\"\xc3\xa9\"]\n");
+  EXPECT_NE(e.find(path_ + ":3:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
+  // Quoted parts of dotted keys may hold any character, in a table, a header or an inline table.
+  const Status dotted = app::CheckTomlText(
+      "a.\"b\xc3\xa9\".c = 1\n[x.\"y\xc3\xa9\"]\nz = { p.\"q\xc3\xa9\" = [1.5, 2], r.'s\xc3\xa9' = 0.5 }\n", "f");
+  EXPECT_TRUE(dotted.ok()) << dotted.message();
   e = LoadError("[store]\npath = \"\"\"a\\\n   \xc3\xa9\"\"\"\n");
   EXPECT_NE(e.find(path_ + ":3:4: a non-ASCII character right after a line-ending backslash"), std::string::npos)
       << e;

@@ -26,7 +26,8 @@ size_t RunOf(std::string_view s, size_t i, char c) {
 Status CheckTomlText(std::string_view text, const std::string& path) {
   enum class In { kCode, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral } in = In::kCode;
   size_t line = 1, line_start = 0;
-  int nesting = 0;            // open value arrays and inline tables: their '[' is no table header
+  std::string open;            // open value arrays and inline tables ('[' '{'): no table header inside
+  bool in_key = true;          // where a key is read (before its '='): a dotted key's '.' may precede a quote
   bool line_has_code = false;  // a non-blank byte outside strings and comments on this line
   char last = '\n';             // the last such byte
   auto refuse = [&](size_t at, const char* why) {
@@ -39,7 +40,10 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
     if (c == '\n') {
       ++line;
       line_start = i + 1;
-      if (in != In::kMultiBasic && in != In::kMultiLiteral) line_has_code = false;
+      if (in != In::kMultiBasic && in != In::kMultiLiteral) {
+        line_has_code = false;
+        in_key = open.empty() || open.back() == '{';  // a new line starts a key, except in an array
+      }
       // Single-line strings and comments end here (an unclosed string is toml++'s error).
       if (in == In::kComment || in == In::kBasic || in == In::kLiteral) in = In::kCode;
       ++i;
@@ -50,7 +54,7 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
         if (NonAscii(c))
           return refuse(i, "non-ASCII character outside a string or comment (TOML allows them only "
                            "inside quotes and after #)");
-        if (c == '[' && nesting == 0 && !line_has_code) {
+        if (c == '[' && open.empty() && !line_has_code) {
           // A table header: toml++ assumes (TOML_ASSERT_ASSUME; undefined behaviour where
           // asserts are off) that a key starts after "[" or "[[" and blanks; a value's array
           // opens after "=" on its key's line, so a line's first "[" outside values is a header.
@@ -60,19 +64,25 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
             return refuse(j, "a table header must start with a key ([name] or [\"name\"])");
           i = j;
           line_has_code = true;
+          in_key = true;  // the header's key, dotted perhaps
           last = '[';
           continue;
         }
         // A quote opens a string only where a key or value starts: first on its line, or after
-        // = [ , { or a dotted key's dot. Glued to a bare token ("1that'") it does not: toml++
-        // reads that token on to a terminator, asking of each character whether it is
+        // = [ , { or, in a key, a dotted key's dot. Glued to a bare token ("1that'") it does not:
+        // toml++ reads that token on to a terminator, asking of each character whether it is
         // whitespace, so what follows the quote is code. The same holds for a bracket glued to
-        // one ("+[\"é"): no array opens there, so no string opens after it either.
+        // one ("+[\"é": no array opens there) and for a dot in a value ("0.'é": a number's).
         const bool opens = !line_has_code || last == '=' || last == '[' || last == ',' || last == '{' ||
-                           last == '.';
+                           (last == '.' && in_key);
         const bool glued = (c == '[' || c == '{') && !opens;  // after a value or a bare token: no array
-        if ((c == '[' || c == '{') && !glued) ++nesting;
-        if ((c == ']' || c == '}') && nesting > 0) --nesting;
+        if ((c == '[' || c == '{') && !glued) {
+          open.push_back(c);
+          in_key = c == '{';
+        }
+        if ((c == ']' || c == '}') && !open.empty()) open.pop_back();
+        if (c == '=') in_key = false;
+        if (c == ',') in_key = !open.empty() && open.back() == '{';
         if (c != ' ' && c != '\t' && c != '\r') {
           line_has_code = true;
           last = glued ? '+' : c;  // a bracket glued to a token is part of the token
