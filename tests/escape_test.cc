@@ -373,6 +373,9 @@ TEST_F(ConfigGuard, NonAsciiWhereTomlppSkipsWhitespaceIsRefusedByLineAndColumn) 
   // The re-run's find: a dot in a value is a number's, not a dotted key's ("0.'" is one token).
   e = LoadError("t=0.'\xd1\x9a");
   EXPECT_NE(e.find(path_ + ":1:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
+  // The next re-run's: a value runs to a terminator, '=' and quotes included ("5='").
+  e = LoadError("t=5='\xef\xbb\xaf");
+  EXPECT_NE(e.find(path_ + ":1:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
   e = LoadError("a = [\n  1,\n  2.\"\xc3\xa9\"]\n");
   EXPECT_NE(e.find(path_ + ":3:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
   // Quoted parts of dotted keys may hold any character, in a table, a header or an inline table.

@@ -28,6 +28,7 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
   size_t line = 1, line_start = 0;
   std::string open;            // open value arrays and inline tables ('[' '{'): no table header inside
   bool in_key = true;          // where a key is read (before its '='): a dotted key's '.' may precede a quote
+  bool in_token = false;       // inside a bare value (a number, a date, a word): nothing opens there
   bool line_has_code = false;  // a non-blank byte outside strings and comments on this line
   char last = '\n';             // the last such byte
   auto refuse = [&](size_t at, const char* why) {
@@ -42,6 +43,7 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
       line_start = i + 1;
       if (in != In::kMultiBasic && in != In::kMultiLiteral) {
         line_has_code = false;
+        in_token = false;
         in_key = open.empty() || open.back() == '{';  // a new line starts a key, except in an array
       }
       // Single-line strings and comments end here (an unclosed string is toml++'s error).
@@ -66,6 +68,21 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
           line_has_code = true;
           in_key = true;  // the header's key, dotted perhaps
           last = '[';
+          continue;
+        }
+        // A bare value runs to a terminator, and toml++ reads all of it as one token, asking of
+        // each character whether it is whitespace: a quote, bracket or '=' inside ("5='é")
+        // opens nothing.
+        if (in_token && c != ' ' && c != '\t' && c != '\r' && c != ',' && c != ']' && c != '}' && c != '#') {
+          ++i;
+          continue;
+        }
+        in_token = false;
+        if (!in_key && c != ' ' && c != '\t' && c != '\r' && c != '"' && c != '\'' && c != '[' &&
+            c != ']' && c != '{' && c != '}' && c != ',' && c != '=' && c != '#') {
+          in_token = true;
+          last = '+';
+          ++i;
           continue;
         }
         // A quote opens a string only where a key or value starts: first on its line, or after
