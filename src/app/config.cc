@@ -64,8 +64,11 @@ class Section {
                        : std::is_same_v<T, int64_t> ? n->is_integer()
                        : std::is_same_v<T, double>  ? n->is_number()
                                                     : n->is_string();
-    auto v = n->value<T>();
-    if (!v || !exact)
+    // Checked before value<T>(): toml++ 3.3.0 converts a float to an integer with a plain cast,
+    // undefined behaviour for 4.7e19 (found by fuzz_config).
+    std::optional<T> v;
+    if (exact) v = n->value<T>();
+    if (!v)
       return InvalidArgument(Where(file_, n->source()) + "[" + name_ + "] " + key + " must be " +
                              expected + ", got " + TypeName(*n));
     if constexpr (std::is_same_v<T, double>)
