@@ -19,6 +19,9 @@
 -- param big_ratio = 3: how big those must be
 -- param many = 5: this many spikes of at least min_ratio are recurring: a warning
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
+-- param frequent_ratio = 10: in a short series, a rise this large is measured against the noise
+--   of the points without such rises: spikes on every fourth point spoil a median-based noise
+--   estimate (only large rises: heavy-tailed minibatch noise would lose its own tail the same way)
 -- param short_k = 2: a series of fewer than 2 x window points (an epoch or an evaluation
 --   per point, as in 20 epochs or 21 evaluations) is judged point by point against this many
 --   points on each side, in units of its own point-to-point noise (tw_local_spikes): a trailing window would
@@ -61,7 +64,7 @@ WITH span AS (
 ), s AS MATERIALIZED (
   -- Each series through one detector (an aggregate inside a CASE would still see every row).
   SELECT series_id, tag, role, short, 2 * :short_k AS w,
-         tw_local_spikes(step, value, :short_k, :z, :min_ratio, :recover_ratio) AS j
+         tw_local_spikes(step, value, :short_k, :z, :min_ratio, :recover_ratio, :frequent_ratio) AS j
   FROM pts WHERE short GROUP BY series_id
   UNION ALL
   SELECT series_id, tag, role, short, :window AS w,

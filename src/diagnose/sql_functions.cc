@@ -245,7 +245,9 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
   ResultJson(ctx, j);
 }
 
-// tw_local_spikes(step, value, k, z [, min_ratio = 1.5, recover_ratio = 1.25]): spikes of a
+// tw_local_spikes(step, value, k, z [, min_ratio = 1.5, recover_ratio = 1.25 [, frequent_ratio]]):
+// rises of frequent_ratio or more (none by default) are judged against the noise of the points
+// without such rises. Spikes of a
 // short curve against both its sides (stats::LocalSpikes), on the log scale when every value is
 // positive. The same JSON as tw_spikes. A curve that is not positive (an RL or energy loss) has
 // no ratio: its `ratio` is then 1 + the rise over the curve's typical size (median |value|),
@@ -254,6 +256,8 @@ void LocalSpikesFinal(Acc& a, sqlite3_context* ctx) {
   const size_t k = static_cast<size_t>(std::max(1.0, Arg(a, 0, 2)));
   const double zthr = Arg(a, 1, 7), min_ratio = std::max(1.0, Arg(a, 2, 1.5));
   const double recover_ratio = std::max(1.0, Arg(a, 3, 1.25));
+  // Rises of this ratio or more are measured against the noise of the other points (stats.h).
+  const double frequent_ratio = std::max(min_ratio, Arg(a, 4, INFINITY));
   Series s = Sorted(a, true);
   const size_t n = s.value.size();
   std::vector<double> size(s.value.size());
@@ -263,11 +267,8 @@ void LocalSpikesFinal(Acc& a, sqlite3_context* ctx) {
   Json spikes = Json::Array();
   int64_t unrecovered = 0;
   double max_z = 0, max_ratio = 0, first_step = NAN, last_step = NAN;
-  // Spikes of 10x and more are judged against a noise estimate that frequent ones cannot
-  // spoil (the "10-100x spikes in a run of 40 points", every sixth point a bad shard).
-  constexpr double kFrequentRatio = 10;
   const auto found = scale > 0 ? stats::LocalSpikes(s.value, k, zthr, rise(min_ratio), rise(recover_ratio),
-                                                    rise(kFrequentRatio))
+                                                    rise(frequent_ratio))
                                : std::vector<stats::LocalSpike>{};
   for (const auto& p : found) {
     const double v = s.value[p.index];
@@ -745,6 +746,7 @@ const Def kDefs[] = {
     {"tw_local_spikes", 4, true, FinalFn<LocalSpikesFinal>},
     {"tw_local_spikes", 5, true, FinalFn<LocalSpikesFinal>},
     {"tw_local_spikes", 6, true, FinalFn<LocalSpikesFinal>},
+    {"tw_local_spikes", 7, true, FinalFn<LocalSpikesFinal>},
     {"tw_divergence", 3, true, FinalFn<DivergenceFinal>},
     {"tw_best", 3, true, FinalFn<BestFinal>},
     {"tw_swings", 3, true, FinalFn<SwingsFinal>},

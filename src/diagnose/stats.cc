@@ -408,16 +408,19 @@ TrailingZ TrailingRobustZ(std::span<const double> x, int window) {
   return out;
 }
 
-
 std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double z, double min_rise,
                                     double recover_tol, double frequent_min_rise) {
   std::vector<LocalSpike> out;
   if (k < 1 || y.size() < 2 * k + 3) return out;
   const double sd = NoiseSd(y);
   if (!(sd > 0) || !std::isfinite(sd)) return out;
-  auto level_at = [&](size_t i) {
-    return std::max(Median(y.subspan(i - k, k)), Median(y.subspan(i + 1, k)));
-  };
+  // Each judged point's sides, once: the medians of the k points before and after it.
+  std::vector<double> before(y.size(), NAN), after(y.size(), NAN);
+  for (size_t i = k; i + k < y.size(); ++i) {
+    before[i] = Median(y.subspan(i - k, k));
+    after[i] = Median(y.subspan(i + 1, k));
+  }
+  auto rise_at = [&](size_t i) { return y[i] - std::max(before[i], after[i]); };
   // Jumps of frequent_min_rise or more are judged against the noise of the other points: when
   // they recur (a bad shard every fourth batch) each spoils three second differences, and the
   // MAD of those reads the spikes as noise. Only large jumps: heavy-tailed minibatch noise
@@ -427,16 +430,15 @@ std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double 
     std::vector<double> quiet;
     quiet.reserve(y.size());
     for (size_t i = 0; i < y.size(); ++i)
-      if (i < k || i + k >= y.size() || y[i] - level_at(i) < frequent_min_rise) quiet.push_back(y[i]);
+      if (i < k || i + k >= y.size() || rise_at(i) < frequent_min_rise) quiet.push_back(y[i]);
     const double q = quiet.size() >= 2 * k + 3 ? NoiseSd(quiet) : NAN;
     if (q > 0 && q < sd) quiet_sd = q;
   }
   for (size_t i = k; i + k < y.size(); ++i) {
-    const double before = Median(y.subspan(i - k, k)), after = Median(y.subspan(i + 1, k));
-    const double level = std::max(before, after), rise = y[i] - level;
+    const double level = std::max(before[i], after[i]), rise = rise_at(i);
     const double zi = rise / (rise >= frequent_min_rise ? quiet_sd : sd);
     if (!(zi > z) || rise < min_rise) continue;
-    const bool recovered = after <= before + std::max(recover_tol, 3 * sd / std::sqrt(static_cast<double>(k)));
+    const bool recovered = after[i] <= before[i] + std::max(recover_tol, 3 * sd / std::sqrt(static_cast<double>(k)));
     if (!out.empty() && out.back().index + 1 == i) {  // the same spike, one point on
       if (zi > out.back().z) out.back() = {i, level, zi, recovered && out.back().recovered};
       continue;

@@ -93,8 +93,42 @@ Status RunState::Load() {
   starts_ = *starts;
   // W&B: system metrics go at the latest history step; define_metric's step metrics apply to
   // series created later.
+  TW_RETURN_IF_ERROR(LoadWandbResume(*series));
+  step_metrics_.clear();
+  Result<store::Stmt> m = store_.db().Prepare(
+      "SELECT detail FROM run_events WHERE run_id = ?1 AND kind = 'define_metric' "
+      "ORDER BY source_id, offset");
+  if (!m.ok()) return m.status();
+  m->Bind(1, run_id_);
+  for (;;) {
+    Result<bool> row = m->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    const std::string d = m->Text(0);  // "<name or glob>\t<step metric>"
+    const size_t tab = d.find('\t');
+    if (tab != std::string::npos) step_metrics_.emplace_back(d.substr(0, tab), d.substr(tab + 1));
+  }
+  return Status::Ok();
+}
+
+// The latest history row's step and wall time, exactly as committed with its source's offset
+// (store version 11); for sources committed before that, reconstructed from the highest steps.
+Status RunState::LoadWandbResume(const std::vector<store::SeriesRow>& series) {
   wandb_has_step_ = false;
   wandb_step_ = 0;
+  Result<store::Stmt> resume = store_.db().Prepare(
+      "SELECT wandb_step, wandb_wall FROM sources WHERE run_id = ?1 AND wandb_step IS NOT NULL "
+      "ORDER BY last_read DESC, source_id DESC LIMIT 1");
+  if (!resume.ok()) return resume.status();
+  resume->Bind(1, run_id_);
+  Result<bool> resumed = resume->Step();
+  if (!resumed.ok()) return resumed.status();
+  if (*resumed) {
+    wandb_has_step_ = true;
+    wandb_step_ = resume->Int(0);
+    wandb_wall_ = resume->Real(1);
+    return Status::Ok();
+  }
   for (const auto& [name, tag] : tags_) {
     if (!tag.has_step || name.starts_with("system/")) continue;
     if (!wandb_has_step_ || tag.max_step > wandb_step_) {
@@ -121,7 +155,7 @@ Status RunState::Load() {
     wandb_has_step_ = true;
     wandb_step_ = from;
     wandb_wall_ = last->Real(3);
-    for (const auto& s : *series) {
+    for (const auto& s : series) {
       if (s.kind == "text" || s.tag.starts_with("system/")) continue;
       Result<store::Stmt> q = store_.db().Prepare(
           std::string("SELECT step, wall_time FROM ") +
@@ -137,34 +171,6 @@ Status RunState::Load() {
         wandb_wall_ = q->Real(1);
       }
     }
-  }
-  // Exactly: the latest history row as committed with its source's offset (store version 11).
-  // What the lines above reconstruct is only the fallback for sources committed before it.
-  Result<store::Stmt> resume = store_.db().Prepare(
-      "SELECT wandb_step, wandb_wall FROM sources WHERE run_id = ?1 AND wandb_step IS NOT NULL "
-      "ORDER BY last_read DESC, source_id DESC LIMIT 1");
-  if (!resume.ok()) return resume.status();
-  resume->Bind(1, run_id_);
-  Result<bool> resumed = resume->Step();
-  if (!resumed.ok()) return resumed.status();
-  if (*resumed) {
-    wandb_has_step_ = true;
-    wandb_step_ = resume->Int(0);
-    wandb_wall_ = resume->Real(1);
-  }
-  step_metrics_.clear();
-  Result<store::Stmt> m = store_.db().Prepare(
-      "SELECT detail FROM run_events WHERE run_id = ?1 AND kind = 'define_metric' "
-      "ORDER BY source_id, offset");
-  if (!m.ok()) return m.status();
-  m->Bind(1, run_id_);
-  for (;;) {
-    Result<bool> row = m->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    const std::string d = m->Text(0);  // "<name or glob>\t<step metric>"
-    const size_t tab = d.find('\t');
-    if (tab != std::string::npos) step_metrics_.emplace_back(d.substr(0, tab), d.substr(tab + 1));
   }
   return Status::Ok();
 }

@@ -92,6 +92,8 @@ class RunState {
       has_step = true;
     }
   };
+  Status LoadWandbResume(const std::vector<store::SeriesRow>& series);
+
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
