@@ -208,6 +208,10 @@ TEST_F(RealValidationTest, AStepScheduleThatEndsBeforeHalfTheRun) {
   EXPECT_EQ(lr[0].onset_step, 130);
   EXPECT_NE(lr[0].message.find("its last of 3 steps"), std::string::npos) << lr[0].message;
   EXPECT_TRUE(Of(ev, "lr_schedule_misaligned", "resnet_steps").empty());
+  // A real warmup over 5% of the steps, then MultiStepLR x0.1 at 50% and 75%: time at the peak
+  // first (the decay has only three levels, the warmup many), then the classic drops.
+  EXPECT_TRUE(Of(ev, "lr_schedule_misaligned", "healthy_warmup_multistep").empty())
+      << Of(ev, "lr_schedule_misaligned", "healthy_warmup_multistep")[0].message;
 }
 
 }  // namespace

@@ -253,6 +253,19 @@ TEST_F(RealWorldTest, WarmupThatNeverEndsOnRealRuns) {
   EXPECT_NE(od[0].message.find("its decay barely begun"), std::string::npos) << od[0].message;
   EXPECT_TRUE(Of(ev, "lr_schedule_misaligned", "chaoyu1999").empty());
   EXPECT_TRUE(Of(ev, "lr_schedule_misaligned", "pugangqiang").empty());
+  // detectron2 again: the warmup ends at iteration 999 of 1500 (a long warmup, the one finding)
+  // and the 20x step drop comes at 1019, so the LR never stays at the peak it warmed up to
+  // (min_peak_frac): a decay to a floor, judged by the time spent there (a third of the run; a
+  // classic step schedule may spend that long at its last level, a decay may not): the other.
+  auto kane = Of(ev, "lr_schedule_misaligned", "KaneLindsay");
+  std::string said;
+  for (const auto& f : kane) said += f.message + "\n";
+  ASSERT_EQ(kane.size(), 2u) << said;
+  EXPECT_NE(said.find("warms up until step 999"), std::string::npos) << said;
+  EXPECT_NE(said.find("reached its floor 5e-05 at step 1019 (its last of 2 steps down from 0.000999) and has stayed "
+                      "there for 32% of the run"),
+            std::string::npos)
+      << said;
 }
 
 // Generated: a warmup still rising at the end of a finished run (a warning); the same run still

@@ -2,6 +2,7 @@
 // a real store, every rule evaluated by the engine. Each rule has a positive case (the
 // pathology, with its onset) and negative ones (a healthy run, and the traps the seeds warn
 // about). Curves are deterministic (fixed seeds) with realistic multiplicative noise.
+#include <array>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -376,6 +377,29 @@ TEST_F(DiagnoseTest, SwingOnsetOnALongSeriesRunsOnBinsAndAnswersInSteps) {
   ASSERT_FALSE(q->IsNull(0));
   EXPECT_NEAR(q->Real(0), 24000, 0.02 * 180000);
   EXPECT_EQ(static_cast<int64_t>(q->Real(0)) % 3, 0) << "a step of the series (steps are 3 apart)";
+}
+
+TEST_F(DiagnoseTest, EndsAreTheMediansOfTheFirstAndLastTenthByStep) {
+  // 100 points given in reverse step order, value = step: the first tenth is steps 0..9
+  // (median 4.5), the last 90..99 (94.5); with min_points 20, 0..19 and 80..99; with frac 0.05
+  // and a 3-point floor, 0..4 and 95..99. Three points: each end is all of them.
+  WriteRun("r", 10, {{"loss", HealthyLoss()}});
+  Ingest();
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(Db(), {});
+  ASSERT_TRUE(engine.ok());
+  auto ends = [&](const std::string& args, int64_t n) {
+    Result<store::Stmt> q = (*engine)->db().Prepare(
+        "WITH RECURSIVE g(x) AS (SELECT " + std::to_string(n - 1) + " UNION ALL SELECT x - 1 FROM g WHERE x > 0) "
+        "SELECT json_extract(j, '$.start'), json_extract(j, '$.end'), json_extract(j, '$.n') "
+        "FROM (SELECT tw_ends(x, x" + args + ") AS j FROM g)");
+    EXPECT_TRUE(q.ok()) << q.status().message();
+    EXPECT_TRUE(*q->Step());
+    return std::array<double, 3>{q->Real(0), q->Real(1), q->Real(2)};
+  };
+  EXPECT_EQ(ends("", 100), (std::array<double, 3>{4.5, 94.5, 100}));
+  EXPECT_EQ(ends(", 20", 100), (std::array<double, 3>{9.5, 89.5, 100}));
+  EXPECT_EQ(ends(", 3, 0.05", 100), (std::array<double, 3>{2, 97, 100}));
+  EXPECT_EQ(ends("", 3), (std::array<double, 3>{1, 1, 3}));
 }
 
 TEST_F(DiagnoseTest, PlateauByItsPaceAgainstTheDrop) {

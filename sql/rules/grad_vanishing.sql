@@ -72,20 +72,16 @@ FROM (
                    WHERE q.run_id = :run_id AND q.series_id = g.series_id AND q.value_class = 0
                      AND q.value > g.early * :global_ratio), g.first_step - 1)) AS since
   FROM (
-    SELECT s.series_id, s.tag, count(*) AS n, min(s.step) AS first_step, max(s.step) AS last_step, max(s.value) AS peak,
-           tw_median(CASE WHEN s.k <= max(5, s.cnt / 10) THEN s.value END) AS early,
-           tw_median(CASE WHEN s.cnt - s.k < max(5, s.cnt / 10) THEN s.value END) AS recent,
-           l.tag AS loss_tag, l.early AS loss_early, l.recent AS loss_recent
-    FROM (SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step) AS k,
-                 count(*) OVER (PARTITION BY series_id) AS cnt
-          FROM role_points WHERE run_id = :run_id AND role = 'grad_norm' AND value_class = 0) s,
-         (SELECT tag, tw_median(CASE WHEN k <= max(5, cnt / 10) THEN value END) AS early,
-                 tw_median(CASE WHEN cnt - k < max(5, cnt / 10) THEN value END) AS recent
-          FROM (SELECT series_id, tag, value, row_number() OVER (PARTITION BY series_id ORDER BY step) AS k,
-                       count(*) OVER (PARTITION BY series_id) AS cnt
-                FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0)
+    SELECT s.series_id, s.tag, s.n, s.first_step, s.last_step, s.peak,
+           json_extract(s.ends, '$.start') AS early, json_extract(s.ends, '$.end') AS recent,
+           l.tag AS loss_tag, json_extract(l.ends, '$.start') AS loss_early, json_extract(l.ends, '$.end') AS loss_recent
+    FROM (SELECT series_id, tag, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
+                 max(value) AS peak, tw_ends(step, value, 5) AS ends
+          FROM role_points WHERE run_id = :run_id AND role = 'grad_norm' AND value_class = 0
+          GROUP BY series_id) s,
+         (SELECT tag, tw_ends(step, value, 5) AS ends
+          FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
           GROUP BY series_id ORDER BY count(*) DESC LIMIT 1) l
-    GROUP BY s.series_id
   ) g
   WHERE n >= :min_points AND recent <= :max_abs AND loss_early > 0 AND loss_recent > loss_early * :loss_fell
     AND (peak = 0 OR early > 0 AND recent <= early * :global_ratio)

@@ -81,18 +81,16 @@ WITH sized AS MATERIALIZED (
   -- Only series that went negative take the downward reading.
   SELECT series_id FROM sized WHERE lowest < 0 AND n >= :dive_min_points
 ), pts AS MATERIALIZED (
-  SELECT series_id, tag, step, value,
-         row_number() OVER (PARTITION BY series_id ORDER BY step) AS k,
-         row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k_back,
-         count(*) OVER (PARTITION BY series_id) AS n
+  SELECT series_id, tag, step, value
   FROM role_points WHERE run_id = :run_id AND role = 'train_loss' AND value_class = 0
     AND series_id IN (SELECT series_id FROM negs)
 ), neg AS MATERIALIZED (
-  -- Their early size, recent level and deepest point.
-  SELECT series_id, tag, n, min(value) AS deepest, max(step) AS last_step,
-         tw_median(CASE WHEN k <= max(3, n / 10) THEN abs(value) END) AS early,
-         tw_median(CASE WHEN k_back <= max(3, n / 20) THEN value END) AS cur,
-         max(CASE WHEN k_back = 1 THEN value END) AS latest
+  -- Their early size (median |loss| of the first tenth), recent level (median of the last
+  -- twentieth), latest and deepest point.
+  SELECT series_id, tag, count(*) AS n, min(value) AS deepest, max(step) AS last_step,
+         json_extract(tw_ends(step, abs(value)), '$.start') AS early,
+         json_extract(tw_ends(step, value, 3, 0.05), '$.end') AS cur,
+         (SELECT value FROM pts p WHERE p.series_id = pts.series_id ORDER BY step DESC LIMIT 1) AS latest
   FROM pts GROUP BY series_id
 ), dive AS MATERIALIZED (
   -- Not come back: the latest point is still within 10x of the deepest (a dive that speeds up
@@ -138,17 +136,16 @@ WITH sized AS MATERIALIZED (
          CASE WHEN log = 1 THEN peak ELSE 1 + (peak_value - best) / max(abs(best), early) END AS peak
   FROM v0 LEFT JOIN turn USING (series_id)
   WHERE log = 1 OR (max(abs(best), early) > 0 AND turn.hinge - turn.lo >= :turn_frac * (turn.hi - turn.lo))
-), returns AS MATERIALIZED (
-  SELECT count(*) AS n FROM run_returns_rising WHERE run_id = :run_id
 ), up AS (
-  SELECT * FROM v
+  -- rl: the run's episode return is still climbing (run_returns_rising).
+  SELECT v.*, EXISTS (SELECT 1 FROM run_returns_rising WHERE run_id = :run_id) AS rl FROM v
   WHERE (CASE WHEN log = 1 THEN ratio >= 0.7 * peak ELSE ratio - 1 >= 0.7 * (peak - 1) END) AND was_as_high IS NULL
     AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
          OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac)
          OR (ratio >= :blowup_ratio AND frac >= :min_frac))
     AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
 )
-SELECT series_id, CASE WHEN (SELECT n FROM returns) > 0 THEN 'info' ELSE 'critical' END AS severity,
+SELECT series_id, CASE WHEN rl THEN 'info' ELSE 'critical' END AS severity,
        best_step AS onset_step, best_step AS first_step, last_step,
        tag || ' has risen from its best ' || printf('%.4g', best) ||
          CASE WHEN log = 1 THEN ' at step ' ELSE ' (the rise began at step ' END || best_step ||
@@ -161,17 +158,17 @@ SELECT series_id, CASE WHEN (SELECT n FROM returns) > 0 THEN 'info' ELSE 'critic
          ' (trend z ' || printf('%.1f', z) || ' over ' ||
          printf('%.0f', 100 * frac) || '% of the run' ||
          CASE WHEN z_recent >= :recent_z THEN '' ELSE '; z ' || printf('%.1f', z_recent) || ' over its later half' END ||
-         ')' || CASE WHEN (SELECT n FROM returns) > 0
+         ')' || CASE WHEN rl
                      THEN '; the episode return is still climbing, and a value or TD loss grows with the returns it ' ||
                           'predicts: learning, unless the return turns down' ELSE '' END AS message,
        json_object('series', tag, 'best_step', best_step, 'best', best, 'current', cur,
                    'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
                    'recent_trend_z', z_recent, 'step_share', step_share,
                    'smoothing_window', w, 'log_scale', log = 1) AS evidence,
-       CASE WHEN (SELECT n FROM returns) > 0
+       CASE WHEN rl
          THEN 'An RL loss is not a supervised one: the value (or TD) targets are returns, and as the returns grow ' ||
               'so does the error in predicting them.' END AS cause,
-       CASE WHEN (SELECT n FROM returns) > 0
+       CASE WHEN rl
          THEN 'Nothing while the return climbs; normalize the value targets (VecNormalize(norm_reward=True)) to keep ' ||
               'the loss readable. If the return turns down while this loss climbs, the value function is diverging: ' ||
               'lower the learning rate, refresh the target network more often.' END AS fix

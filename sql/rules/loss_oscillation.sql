@@ -103,7 +103,9 @@ WITH span AS (
            (SELECT tw_swings(p.step, p.value, began.sm) FROM role_points p
               WHERE p.run_id = :run_id AND p.series_id = began.series_id AND p.value_class = 0
               AND p.step >= began.since) ELSE j END AS jw,
-         min(first_step, COALESCE(since, first_step)) AS from_step
+         min(first_step, COALESCE(since, first_step)) AS from_step,
+         -- The swing range needed: lower for a regular period the curve turns around within.
+         CASE WHEN sm = 1 AND period > 0 THEN :period_min_ratio ELSE :min_ratio END AS bar
   FROM began
 ), judged AS (
   -- Swinging in the examined part, or from where the swinging began (the crossings of a
@@ -119,7 +121,7 @@ WITH span AS (
          -- A regular period riding on a trend: its swings around the trend line.
          (sm = 1 AND json_extract(jw, '$.log') = 1 AND json_extract(jw, '$.trend_ratio') >= bar
             AND json_extract(jw, '$.trend_crossings') >= :min_crossings) AS trend_swings
-  FROM (SELECT wide.*, CASE WHEN sm = 1 AND period > 0 THEN :period_min_ratio ELSE :min_ratio END AS bar FROM wide) wide
+  FROM wide
 ), chosen AS (
   SELECT series_id, tag, n, sm, bar, since, first_step, last_step, j,
          structured AND (tail_swings OR wide_swings OR trend_swings) AS swinging,

@@ -378,14 +378,11 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       // first, and in its best quarter): their value and TD losses grow with the returns they
       // predict, which the loss rules must not call divergence or unrecovered spikes.
       "CREATE TEMP VIEW IF NOT EXISTS run_returns_rising AS "
-      "SELECT DISTINCT run_id FROM (SELECT run_id, count(*) AS pts, "
-      "  tw_median(CASE WHEN k <= max(3, cnt / 10) THEN value END) AS early, "
-      "  tw_median(CASE WHEN cnt - k < max(3, cnt / 10) THEN value END) AS recent, "
+      "SELECT DISTINCT run_id FROM (SELECT run_id, count(*) AS pts, tw_ends(step, value) AS ends, "
       "  tw_quantile(value, 0.75) AS q75 "
-      "  FROM (SELECT run_id, series_id, value, row_number() OVER (PARTITION BY series_id ORDER BY step) AS k, "
-      "        count(*) OVER (PARTITION BY series_id) AS cnt "
-      "        FROM role_points WHERE role = 'reward' AND value_class = 0) GROUP BY series_id) "
-      "WHERE pts >= 10 AND recent > early AND recent >= q75;"));
+      "  FROM role_points WHERE role = 'reward' AND value_class = 0 GROUP BY series_id) "
+      "WHERE pts >= 10 AND json_extract(ends, '$.end') > json_extract(ends, '$.start') "
+      "  AND json_extract(ends, '$.end') >= q75;"));
   TW_RETURN_IF_ERROR(db.Exec("BEGIN"));
   Result<store::Stmt> del = db.Prepare("DELETE FROM temp.run_roles WHERE run_id = ?");
   Result<store::Stmt> ins = db.Prepare("INSERT OR REPLACE INTO temp.run_roles VALUES (?,?,?,?,?,?,?,?,?)");

@@ -142,10 +142,27 @@ void QuantileFinal(Acc& a, sqlite3_context* ctx) {
 
 // --- curve analyses (JSON) ----------------------------------------------------------------
 
-// Median of the first and last 10% (at least 3 points) of a series: robust end levels.
-std::pair<double, double> EndLevels(const std::vector<double>& y) {
-  const size_t k = std::min(y.size(), std::max<size_t>(3, y.size() / 10));
+// Medians of the first and last `frac` of a series (at least min_points points): robust end
+// levels, one definition for tw_trend, tw_ends and the rules that compare a start with an end.
+std::pair<double, double> EndLevels(const std::vector<double>& y, size_t min_points = 3, double frac = 0.1) {
+  const auto share = static_cast<size_t>(frac * static_cast<double>(y.size()));
+  const size_t k = std::min(y.size(), std::max(min_points, share));
   return {stats::Median(std::span(y).first(k)), stats::Median(std::span(y).last(k))};
+}
+
+// tw_ends(step, value [, min_points = 3 [, frac = 0.1]]): {n, start, end}, the medians of the
+// first and last tenth (or frac) of the points by step, at least min_points each.
+void EndsFinal(Acc& a, sqlite3_context* ctx) {
+  Series s = Sorted(a, false);
+  Json j;
+  j.Num("n", static_cast<double>(s.value.size()));
+  if (!s.value.empty()) {
+    const auto min_points = static_cast<size_t>(std::clamp(Arg(a, 0, 3), 1.0, 1e9));
+    const double frac = std::clamp(Arg(a, 1, 0.1), 0.0, 0.5);
+    auto [start, end] = EndLevels(s.value, min_points, frac);
+    j.Num("start", start).Num("end", end);
+  }
+  ResultJson(ctx, j);
 }
 
 void TrendFinal(Acc& a, sqlite3_context* ctx) {
@@ -365,10 +382,9 @@ void DivergenceFinal(Acc& a, sqlite3_context* ctx) {
     }
     // The loss's early size (median |loss| of its first tenth, 3 points at least): the unit of
     // a rise for a loss that is not positive, which has no ratio.
-    const size_t k0 = std::min(n, std::max<size_t>(3, n / 10));
-    std::vector<double> early(k0);
-    for (size_t i = 0; i < k0; ++i) early[i] = std::abs(Back(s, s.value[i]));
-    j.Num("early_size", stats::Median(early)).Num("peak", Back(s, peak_after));
+    std::vector<double> size(n);
+    for (size_t i = 0; i < n; ++i) size[i] = std::abs(Back(s, s.value[i]));
+    j.Num("early_size", EndLevels(size).first).Num("peak", Back(s, peak_after));
     j.Num("best_step", s.step[ib]).Num("best", Back(s, best)).Num("current", Back(s, current))
         .Num("initial", Back(s, initial)).Num("ratio_to_best", ratio(current, best))
         .Num("ratio_to_initial", ratio(current, initial))
@@ -741,6 +757,9 @@ const Def kDefs[] = {
     {"tw_noise_sd", 2, true, FinalFn<NoiseFinal>},
     {"tw_hinge_onset", 2, true, FinalFn<HingeFinal>},
     {"tw_trend", 2, true, FinalFn<TrendFinal>},
+    {"tw_ends", 2, true, FinalFn<EndsFinal>},
+    {"tw_ends", 3, true, FinalFn<EndsFinal>},
+    {"tw_ends", 4, true, FinalFn<EndsFinal>},
     {"tw_spikes", 5, true, FinalFn<SpikesFinal>},
     {"tw_spikes", 6, true, FinalFn<SpikesFinal>},
     {"tw_local_spikes", 4, true, FinalFn<LocalSpikesFinal>},

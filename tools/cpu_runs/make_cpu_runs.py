@@ -1894,11 +1894,11 @@ def healthy_small_batch_noisy():
     return r
 
 
-# More runs, in a module of their own (spikes and oscillations).
+# More runs, in a module of their own (spikes, oscillations, gradients, schedules, RL, fairseq).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import runs_instability  # noqa: E402
+import runs_more  # noqa: E402
 
-runs_instability.register_all(sys.modules[__name__])
+runs_more.register_all(sys.modules[__name__])
 
 
 # --------------------------------------------------------------------------------------------

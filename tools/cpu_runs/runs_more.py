@@ -1,4 +1,5 @@
-"""More runs for make_cpu_runs.py: spikes, oscillations and dead gradients from real causes.
+"""More runs for make_cpu_runs.py: spikes, oscillations, dead gradients, schedules, an RL
+value loss and fairseq's clipping, each from a real cause.
 
 Kept apart from make_cpu_runs.py (which holds the logging, data, models and the first 49 runs)
 so that file stays readable; make_cpu_runs.py registers these with `register_all(module)`.
@@ -14,6 +15,17 @@ import torch.nn.functional as F
 h = None  # make_cpu_runs, set by register_all
 
 
+def regression_data(n, seed=1):
+    """A teacher regression task: x ~ N(0, 1) in 16 dimensions, y = tanh(x.w / 4) + 5% noise.
+    Returns (x, y, w, generator): the generator, seeded with `seed`, drew x, w and the noise in
+    that order, and the caller may go on drawing from it (a validation set from the same w)."""
+    gd = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 16, generator=gd)
+    w = torch.randn(16, 1, generator=gd)
+    y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(n, 1, generator=gd)
+    return x, y, w, gd
+
+
 def unit_mixup_regression_spikes():
     """HF-style long run: 1% of the training targets were recorded in grams, the rest in
     kilograms (x1000). Every batch that holds one gives an MSE hundreds of times the level."""
@@ -23,11 +35,8 @@ def unit_mixup_regression_spikes():
               "loss hundreds of times the clean level, and the update it makes sets the model "
               "back")
     torch.manual_seed(0)
-    gd = torch.Generator().manual_seed(1)
     n = 8192
-    x = torch.randn(n, 16, generator=gd)
-    w = torch.randn(16, 1, generator=gd)
-    y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(n, 1, generator=gd)
+    x, y, w, gd = regression_data(n)
     bad = torch.rand(n, generator=gd) < 0.01
     y_logged = torch.where(bad.unsqueeze(1), y * 1000.0, y)
     xva = torch.randn(1024, 16, generator=gd)
@@ -252,10 +261,7 @@ def full_batch_lr_scaled_twice():
               "scaling twice (1e-3 x 1e-6 = 1e-9): the weights barely move and the full-batch "
               "loss changes only in its seventh digit")
     torch.manual_seed(0)
-    gd = torch.Generator().manual_seed(1)
-    x = torch.randn(2048, 16, generator=gd)
-    w = torch.randn(16, 1, generator=gd)
-    y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(2048, 1, generator=gd)
+    x, y, _, _ = regression_data(2048)
     m = h.mlp(16, 64, 1)
     opt = torch.optim.Adam(m.parameters(), lr=1e-9)
     for step in range(1, 301):
@@ -272,19 +278,16 @@ def full_batch_lr_scaled_twice():
 
 
 def corrupt_quarter_short_spikes():
-    """Keras-style per-epoch logs, 40 epochs of one big batch each: one shard in four was
-    written without standardisation (x100), and the loader visits the shards in order, so every
-    fourth epoch's loss is tens of times the level; a quarter of the points are spikes, too many
-    for a median-based noise estimate to ignore."""
+    """Invented names, 40 logged steps of a 64-sample batch each: one shard in four was written
+    without standardisation (x100), and the loader visits the shards in turn, so every fourth
+    step's loss is tens of times the level; a quarter of the points are spikes, too many for a
+    median-based noise estimate to ignore."""
     r = h.Run("corrupt_quarter_short_spikes", "custom",
               "MLP regression, 40 logged steps, Adam 1e-3; the data is four shards read in turn "
               "and one of them was never standardised (raw scale x100): every fourth step's "
               "batch comes from it and its loss jumps by 10-100x")
     torch.manual_seed(0)
-    gd = torch.Generator().manual_seed(1)
-    x = torch.randn(4096, 16, generator=gd)
-    w = torch.randn(16, 1, generator=gd)
-    y = torch.tanh(x @ w / 4) + 0.05 * torch.randn(4096, 1, generator=gd)
+    x, y, _, gd = regression_data(4096)
     m = h.mlp(16, 64, 1)
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
     for step in range(1, 41):
