@@ -132,6 +132,24 @@ TEST_F(DiagnoseTest, RecurringSpikesFireIsolatedOnesStayQuiet) {
   EXPECT_TRUE(Of(ev, "loss_spikes", "isolated").empty());
 }
 
+// A block is not a spike: every epoch of 37 logged points ends on 12 raised ones (+72%, a noisy
+// part of the data read last, in one piece) and then drops back. Each block is many points
+// above the level, flat-topped, and back down after: epoch_boundary_jumps' and
+// loss_oscillation's to read, not recurring spikes. The same raised points one at a time are.
+TEST_F(DiagnoseTest, RaisedBlocksAreNotSpikesButSinglePointsAre) {
+  auto blocky = [this](int64_t t, int64_t width) {
+    const double level = 0.3 + 1.5 * std::exp(-t / 60.0);
+    return level * (t % 37 >= 37 - width ? 1.72 : 1.0) * std::exp(std::normal_distribution<>(0, 0.03)(rng_));
+  };
+  WriteRun("blocks", 592, {{"loss", [&](int64_t t) { return blocky(t, 12); }}});
+  WriteRun("single", 592, {{"loss", [&](int64_t t) { return blocky(t, 1); }}});
+  Evaluation ev = Evaluate();
+  EXPECT_TRUE(Of(ev, "loss_spikes", "blocks").empty()) << Of(ev, "loss_spikes", "blocks")[0].message;
+  auto single = Of(ev, "loss_spikes", "single");
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_EQ(single[0].severity, Severity::kWarning);
+}
+
 // Noisy (15% per point) training loss: one spike after which the loss settles 1.45x higher is
 // a warning; the same spike followed by the old level is not. (1.45x is within one point's noise
 // band, 3 MADs of log-loss, but far outside the noise of the median of 50 points.)

@@ -9,7 +9,8 @@
 --   (or lengthen warmup), clip gradients (max norm 1.0), and for transformers consider QK-norm
 --   or a larger Adam epsilon. Spikes that do not recover: resume from before the first one.
 -- param window = 100: trailing window of the robust z, in points
--- param z = 7: modified z (median/MAD of log-loss) that makes a point a spike
+-- param z = 7: modified z (median/MAD of log-loss; the MAD at most the point-to-point noise) that
+--   makes a point a spike
 -- param min_ratio = 1.5: a spike must also be this many times the running level
 -- param recover_points = 50: points after a spike within which it must come back
 -- param recover_ratio = 1.25: come back means the median of those points is within this factor
@@ -18,6 +19,9 @@
 --   all recovered: isolated spikes that recover are normal, however tall)
 -- param big_ratio = 3: how big those must be
 -- param many = 5: this many spikes of at least min_ratio are recurring: a warning
+-- param max_width = 5: a raised stretch longer than this many points, flat-topped (its middle
+--   point at least half the peak's rise) and back down after, is a block, not a spike: a noisy
+--   part of every epoch, a bad shard read in one piece (epoch_boundary_jumps, loss_oscillation)
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
 -- param frequent_ratio = 10: in a short series, a rise this large is measured against the noise
 --   of the points without such rises: spikes on every fourth point spoil a median-based noise
@@ -82,6 +86,8 @@ WITH span AS (
          json_group_array(json(e.value)) AS spikes
   FROM s, json_each(s.j, '$.spikes') e
   WHERE json_extract(e.value, '$.ratio') >= :min_ratio
+    AND NOT (COALESCE(json_extract(e.value, '$.width'), 1) > :max_width AND json_extract(e.value, '$.top_share') >= 0.5
+             AND json_extract(e.value, '$.recovered') = 1)
   GROUP BY s.series_id
 )
 SELECT series_id, first_step AS onset_step, first_step, last_step,

@@ -246,9 +246,14 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
     max_ratio = std::max(max_ratio, ratio);
     if (std::isnan(first_step)) first_step = s.step[peak];
     last_step = s.step[peak];
+    // Its shape: how many points it spans, and how high its middle point stands, as a share of
+    // the peak's rise (a spike decays from its peak; a block of raised points is flat-topped).
+    std::vector<double> rise(s.value.begin() + i, s.value.begin() + end + 1);
+    const double top_share = (stats::Median(rise) - level) / (s.value[peak] - level);
     Json e;
     e.Num("step", s.step[peak]).Num("value", Back(s, s.value[peak])).Num("level", Back(s, level))
-        .Num("z", tz.z[peak]).Num("ratio", ratio).Raw("recovered", recovered);
+        .Num("z", tz.z[peak]).Num("ratio", ratio).Raw("recovered", recovered)
+        .Num("width", static_cast<double>(end - i + 1)).Num("top_share", top_share);
     spikes.Push(e);
     i = end;
   }
