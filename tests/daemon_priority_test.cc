@@ -10,10 +10,12 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "store/store.h"
 #include "support/daemon_process.h"
+#include "support/store_dump.h"
 #include "support/event_writer.h"
 #include "support/test_env.h"
 
@@ -101,6 +103,49 @@ TEST(DaemonPriority, ALiveRunsNanIsStoredBeforeASlowRuleIsStopped) {
   // The full pass then meets the looping rule, stops it, and the NaN stays firing.
   EXPECT_TRUE(d.WaitForLog("diagnosis rule skipped", 60s)) << d.Log();
   EXPECT_EQ(FindingOrder(db), std::vector<std::string>{"live"});
+  EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
+}
+
+// A live run's NaN interrupts the history slice being examined, instead of waiting for it: one
+// large old run's evaluation can take seconds. Here a user rule takes about 2 s on every run,
+// so the first history slice (all six old runs) takes about 12 s; the live run's NaN, written
+// once that slice has begun, must be stored before any finding of the history.
+TEST(DaemonPriority, ALiveRunsNanInterruptsTheHistorySliceInProgress) {
+  TempDir dir;
+  const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
+  const std::string rules = dir / "rules", config = dir / "tw.toml";
+  testing::WriteFile(rules + "/slow.sql",
+                     "-- id: slow_rule\n-- title: A rule that takes its time\n-- severity: info\n"
+                     "-- roles: train_loss\n"
+                     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 6000000)\n"
+                     "SELECT 'slow' AS message FROM (SELECT count(*) AS n FROM c) WHERE n > 0\n");
+  testing::WriteFile(config, "[store]\npath = \"" + db + "\"\n[watch]\nroots = [\"" + root +
+                                 "\"]\n[rules]\ndir = \"" + rules + "\"\ntime_limit_seconds = 60\n");
+  constexpr int kHistory = 6;
+  const double two_days_ago = static_cast<double>(::time(nullptr)) - 2 * 86400;
+  const timespec old[2] = {{static_cast<time_t>(two_days_ago), 0}, {static_cast<time_t>(two_days_ago), 0}};
+  for (int i = 0; i < kHistory; ++i) {
+    const std::string path = root + "/old_" + std::to_string(i) + "/events.out.tfevents.1.h";
+    testing::EventFileWriter w(path);
+    w.Add(testing::FileVersionEvent(two_days_ago - 3600));
+    for (int s = 0; s < 50; ++s) w.Add(testing::SimpleScalarEvent("train/loss", s, two_days_ago - 3600 + s, 1.0f / (1 + s)));
+    w.Flush();
+    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+  }
+  testing::DaemonProcess d({"--config", config}, log);
+  // The history read; its first slice has begun (slices follow each other once the writer is idle).
+  ASSERT_TRUE(testing::WaitFor([&] { return testing::QueryInt(db, "SELECT count(*) FROM sources") == kHistory; }, 60s))
+      << d.Log();
+  std::this_thread::sleep_for(1500ms);
+  WriteSickRun(root + "/zz_live/events.out.tfevents.2.h", static_cast<double>(::time(nullptr)) - 400);
+  ASSERT_TRUE(testing::WaitFor([&] { return !FindingOrder(db).empty(); }, 60s)) << d.Log();
+  EXPECT_EQ(testing::QueryInt(db, "SELECT count(*) FROM findings WHERE rule = 'slow_rule'"), 0)
+      << "the live run's NaN waited for the history slice\n" << d.Log();
+  // The history is examined afterwards all the same, and the interruption is no trouble.
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return testing::QueryInt(db, "SELECT count(*) FROM findings WHERE rule = 'slow_rule'") == kHistory + 1; }, 120s))
+      << d.Log();
+  EXPECT_EQ(d.Log().find("examined again later"), std::string::npos) << d.Log();
   EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
 }
 

@@ -153,6 +153,9 @@ void DiagnoseWorker::Loop() {
                      : reading ? std::max<Clock::duration>(interval, 5 * last_cost)
                                : Clock::duration::zero();
     const bool due = !slice.empty() && now - (live ? last_live : last_history) >= gap && now >= retry_at_;
+    // A live run's NaN waits for no history slice: poll again, to take the live run first.
+    const bool history = due && !live;
+    if (history && !BeginHistorySlice()) continue;
     const bool all = now - last_all >= std::chrono::milliseconds(config_.rules_all_interval_ms);
     if (!due && !all) continue;
     if (!due) slice.clear();
@@ -162,7 +165,12 @@ void DiagnoseWorker::Loop() {
     // the full pass may meet a slow rule (one that goes over its time limit costs that limit
     // once before it is benched), which must not hold the alarm back.
     // (When that pass fails, the store or the engine is in trouble: the full one waits too.)
+    if (live && due) {
+      std::lock_guard lock(engine_mu_);
+      live_alarm_ = false;  // this slice answers it
+    }
     const bool ok = (!live || Examine(slice, false, /*critical_only=*/true)) && Examine(slice, all);
+    if (history) EndHistorySlice();
     if (ok) for (int64_t run : slice) todo_.erase(run);  // else tried again after the gap
     const auto cost = Clock::now() - now;
     if (!live) last_cost = cost;
@@ -185,6 +193,28 @@ void DiagnoseWorker::Loop() {
       history_examined_ = 0;
     }
   }
+}
+
+void DiagnoseWorker::PreemptHistory() {
+  std::lock_guard lock(engine_mu_);
+  live_alarm_ = true;
+  if (history_running_ && engine_) engine_->Interrupt();
+}
+
+bool DiagnoseWorker::BeginHistorySlice() {
+  std::lock_guard lock(engine_mu_);
+  if (live_alarm_) {
+    live_alarm_ = false;  // once: the next turn takes the live run, if it has one
+    return false;
+  }
+  history_running_ = true;
+  return true;
+}
+
+void DiagnoseWorker::EndHistorySlice() {
+  std::lock_guard lock(engine_mu_);
+  history_running_ = false;
+  if (engine_) engine_->ClearInterrupt();
 }
 
 std::vector<int64_t> DiagnoseWorker::NextSlice() const {
@@ -211,7 +241,9 @@ void DiagnoseWorker::Trouble(const std::string& what) {
 bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only) {
   Result<diagnose::Evaluation> ev = engine_->Evaluate(&runs, UnixNow(), scope_all, critical_only);
   if (!ev.ok()) {
-    if (!stop_) Trouble(ev.status().message());
+    // Interrupted for a live run's NaN (PreemptHistory): no trouble; the runs stay to be
+    // examined.
+    if (!stop_ && !engine_->Interrupted()) Trouble(ev.status().message());
     return false;
   }
   // Once per rule and problem, not once per cycle: a rule that loops goes over its limit in

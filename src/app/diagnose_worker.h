@@ -46,6 +46,10 @@ class DiagnoseWorker {
   // Called on the diagnosis thread: whether the writer has nothing queued (thread-safe on its
   // side), so "caught up" is said when the history is both read and examined. Before Start().
   void SetIngestIdle(std::function<bool()> f) { ingest_idle_ = std::move(f); }
+  // Thread-safe (the writer calls it): a live run committed a non-finite value. A history slice
+  // being examined is interrupted (its runs stay to be examined) and the next one waits, so
+  // the live run's critical pass comes first: one large old run's evaluation can take seconds.
+  void PreemptHistory();
   void Start();
   void Stop();  // joins the thread
 
@@ -59,6 +63,9 @@ class DiagnoseWorker {
   // Examines `runs` (and the scope-all rules when `scope_all`; only the critical rules when
   // `critical_only`); stores the findings; false if the engine failed.
   bool Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only = false);
+  // Around a history slice: false (and nothing begun) when a live run's alarm is waiting.
+  bool BeginHistorySlice();
+  void EndHistorySlice();
 
   std::string db_path_;
   std::function<int64_t()> points_;
@@ -88,11 +95,14 @@ class DiagnoseWorker {
   std::mutex mu_;
   std::optional<Pending> pending_;
 
-  // Owned by the diagnosis thread once started; engine_ is also read (to Cancel it) by Stop(),
-  // under engine_mu_, which the diagnosis thread holds while it replaces the engine.
+  // Owned by the diagnosis thread once started; engine_ is also read (to Cancel or Interrupt
+  // it) by Stop() and PreemptHistory(), under engine_mu_, which the diagnosis thread holds while
+  // it replaces the engine and while it begins or ends a history slice.
   Config config_;
   std::mutex engine_mu_;
   std::unique_ptr<diagnose::Engine> engine_;
+  bool history_running_ = false;  // under engine_mu_: a history slice is being examined
+  bool live_alarm_ = false;       // under engine_mu_: PreemptHistory() was called since
   std::unique_ptr<diagnose::FindingTracker> tracker_;
   std::set<std::string> reported_;  // rule problems logged since the rules loaded: "ID\nLIMIT"
 };

@@ -249,8 +249,11 @@ Status IngestWorker::Process(const WorkQueue::Item& item, bool* more) {
       ingester_.IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
   if (totals.files_read > 0 || totals.errors > 0) StoreWorked();  // it committed
   if (item.lane == Lane::kLive && totals.files_read > 0) {
-    std::lock_guard lock(mu_);
-    live_runs_.push_back(run->run_id());
+    {
+      std::lock_guard lock(mu_);
+      live_runs_.push_back(run->run_id());
+    }
+    if (totals.non_finite > 0 && on_live_non_finite_) on_live_non_finite_();
   }
   counters_.files_read += totals.files_read;
   counters_.points += totals.points();

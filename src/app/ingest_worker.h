@@ -46,6 +46,10 @@ class IngestWorker {
   // corrupt, or read-only): retrying every file at every rescan would only fill the log.
   // Run() returns after it. Set before Run().
   void SetOnFatal(std::function<void(const Status&)> f) { on_fatal_ = std::move(f); }
+  // Called on the writer thread after a file of the live lane committed a non-finite value
+  // (its run is already in TakeLiveRuns): a NaN must not wait for the history's diagnosis.
+  // Set before Run().
+  void SetOnLiveNonFinite(std::function<void()> f) { on_live_non_finite_ = std::move(f); }
 
   // Thread-safe counters, for STATUS= and logs.
   struct Counters {
@@ -58,6 +62,7 @@ class IngestWorker {
 
  private:
   Status Process(const WorkQueue::Item& item, bool* more);
+  std::function<void()> on_live_non_finite_;
   // Store failures are logged once per condition: when one starts, when it changes, and
   // when writes work again; not once per file per rescan while a disk stays full.
   void StoreFailed(const Status& st, const std::string& doing);

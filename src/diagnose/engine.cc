@@ -273,6 +273,9 @@ std::string Engine::RunName(int64_t run_id) {
 }
 
 Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, Evaluation* ev) {
+  // sqlite3_interrupt reaches only a statement already running: one asked between two rules
+  // is seen here.
+  if (Stopping()) return Stopped();
   const auto t0 = std::chrono::steady_clock::now();
   struct Timer {
     const std::chrono::steady_clock::time_point t0;
@@ -297,7 +300,7 @@ Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, E
   for (;;) {
     Result<bool> row = s.Step();
     if (!row.ok()) {
-      if (cancel_) return Internal("diagnosis cancelled");
+      if (Stopping()) return Stopped();
       const int rc = sqlite3_errcode(db_->raw());
       const RuleLimits::Hit hit = limits_->HitBy(rc);
       if (hit == RuleLimits::Hit::kNone) return row.status();
@@ -370,10 +373,15 @@ void Engine::Cancel() {
   sqlite3_interrupt(db_->raw());
 }
 
+void Engine::Interrupt() {
+  interrupt_ = true;
+  sqlite3_interrupt(db_->raw());
+}
+
 Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now, bool scope_all,
                                     bool critical_only) {
   if (critical_only) scope_all = false;
-  if (cancel_) return Internal("diagnosis cancelled");
+  if (Stopping()) return Stopped();
   Result<RoleMap> map = AssignRoles(*db_, patterns_, runs);
   if (!map.ok()) return map.status();
   TW_RETURN_IF_ERROR(WriteRoleTable(*db_, *map));
@@ -396,9 +404,9 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
   // A read transaction: every rule of a cycle sees the same snapshot of the store.
   TW_RETURN_IF_ERROR(db_->Exec("BEGIN"));
   for (int64_t run : map->subjects) {
-    if (cancel_) {
+    if (Stopping()) {
       (void)db_->Exec("ROLLBACK");
-      return Internal("diagnosis cancelled");
+      return Stopped();
     }
     ev.examined.push_back(run);
     for (auto& p : prepared_) {
@@ -416,7 +424,7 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
         continue;
       }
       if (Status st = RunRule(*p, run, now, &ev); !st.ok()) {
-        if (cancel_) {
+        if (Stopping()) {
           (void)db_->Exec("ROLLBACK");
           return st;
         }
@@ -435,7 +443,7 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
     }
     ev.all_scope_rules.insert(p->rule->id);
     if (Status st = RunRule(*p, std::nullopt, now, &ev); !st.ok()) {
-      if (cancel_) {
+      if (Stopping()) {
         (void)db_->Exec("ROLLBACK");
         return st;
       }

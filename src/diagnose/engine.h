@@ -119,6 +119,13 @@ class Engine {
   // through sqlite3_interrupt and the rule limits' progress handler) and return a kInternal
   // "cancelled" status. The read transaction is rolled back.
   void Cancel();
+  // Thread-safe: makes a running Evaluate stop soon, as Cancel does, and return a kInternal
+  // "diagnosis interrupted" status; unlike Cancel it lasts only until ClearInterrupt(), so the
+  // owner can pre-empt a long evaluation with more urgent work and then go on. While set, every
+  // Evaluate returns at once.
+  void Interrupt();
+  bool Interrupted() const { return interrupt_; }
+  void ClearInterrupt() { interrupt_ = false; }
 
   // The current role map of `runs` (null: all), for `trainwatch roles`.
   Result<RoleMap> Roles(const std::vector<int64_t>* runs);
@@ -142,7 +149,9 @@ class Engine {
   std::vector<std::string> load_errors_;
   std::vector<RolePattern> patterns_;
   std::map<int64_t, std::pair<int64_t, int64_t>> last_change_;  // run -> (offsets sum, files)
-  std::atomic<bool> cancel_{false};
+  std::atomic<bool> cancel_{false}, interrupt_{false};
+  bool Stopping() const { return cancel_ || interrupt_; }
+  Status Stopped() const { return Internal(cancel_ ? "diagnosis cancelled" : "diagnosis interrupted"); }
   std::unique_ptr<RuleLimits> limits_;  // on db_ (declared after it: removed first)
 };
 

@@ -1,5 +1,6 @@
 #include "ingest/file_ingester.h"
 
+#include <cmath>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ void Totals::Add(const Totals& o) {
   bytes += o.bytes;
   records += o.records;
   scalars += o.scalars;
+  non_finite += o.non_finite;
   histograms += o.histograms;
   texts += o.texts;
   hparams += o.hparams;
@@ -659,6 +661,7 @@ Status FileIngester::ProcessValue(RunState& run, Batch& b, const decode::Summary
         TW_RETURN_IF_ERROR(store_.InsertScalar(*series, step, b.source.source_id, offset, vidx,
                                                wall, c.scalar));
         b.totals.scalars++;
+        if (!std::isfinite(c.scalar)) b.totals.non_finite++;
       } else if (c.kind == Kind::kHistogram) {
         TW_RETURN_IF_ERROR(store_.InsertHistogram(*series, step, b.source.source_id, offset, vidx,
                                                   wall, c.histogram));

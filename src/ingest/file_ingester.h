@@ -36,6 +36,7 @@ struct Totals {
   int64_t bytes = 0;          // bytes consumed (records and skipped damage)
   int64_t records = 0;
   int64_t scalars = 0, histograms = 0, texts = 0, hparams = 0, run_events = 0;
+  int64_t non_finite = 0;     // scalars among them that are NaN or infinite
   int64_t blobs = 0;          // images, audio, graphs, ... counted only
   int64_t errors = 0;
   int64_t partial_tails = 0;  // files ending in a record not yet complete
