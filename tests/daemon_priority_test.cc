@@ -53,16 +53,33 @@ std::vector<std::string> FindingOrder(const std::string& db) {
   return out;
 }
 
+// A config for the daemon on `root` and `db` with one user rule (`rule_sql`, a rule file's text)
+// and a time limit per rule; returns its path.
+std::string ConfigWithUserRule(const std::string& dir, const std::string& root, const std::string& db,
+                               const std::string& rule_sql, int time_limit_seconds) {
+  testing::WriteFile(dir + "/rules/user.sql", rule_sql);
+  const std::string config = dir + "/tw.toml";
+  testing::WriteFile(config, "[store]\npath = \"" + db + "\"\n[watch]\nroots = [\"" + root +
+                                 "\"]\n[rules]\ndir = \"" + dir + "/rules\"\ntime_limit_seconds = " +
+                                 std::to_string(time_limit_seconds) + "\n");
+  return config;
+}
+
+// Sets a file's access and modification times back to `when` (a run last written then).
+void Backdate(const std::string& path, double when) {
+  const timespec t[2] = {{static_cast<time_t>(when), 0}, {static_cast<time_t>(when), 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, 0), 0) << path;
+}
+
 TEST(DaemonPriority, ALiveRunIsReadAndDiagnosedBeforeTheHistory) {
   TempDir dir;
   const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
   constexpr int kHistory = 40;
   const double two_days_ago = static_cast<double>(::time(nullptr)) - 2 * 86400;
-  const timespec old[2] = {{static_cast<time_t>(two_days_ago), 0}, {static_cast<time_t>(two_days_ago), 0}};
   for (int i = 0; i < kHistory; ++i) {
     const std::string path = root + "/old_" + std::to_string(100 + i) + "/events.out.tfevents.1.h";
     WriteSickRun(path, two_days_ago - 3600);
-    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+    Backdate(path, two_days_ago);
   }
   WriteSickRun(root + "/zz_live/events.out.tfevents.2.h", static_cast<double>(::time(nullptr)) - 400);
 
@@ -88,13 +105,12 @@ TEST(DaemonPriority, ALiveRunIsReadAndDiagnosedBeforeTheHistory) {
 TEST(DaemonPriority, ALiveRunsNanIsStoredBeforeASlowRuleIsStopped) {
   TempDir dir;
   const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
-  const std::string rules = dir / "rules", config = dir / "tw.toml";
-  testing::WriteFile(rules + "/loop.sql",
-                     "-- id: loops_forever\n-- title: A rule that never returns\n-- roles: train_loss\n"
-                     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)\n"
-                     "SELECT 'never' AS message FROM c WHERE x < 0\n");
-  testing::WriteFile(config, "[store]\npath = \"" + db + "\"\n[watch]\nroots = [\"" + root +
-                                 "\"]\n[rules]\ndir = \"" + rules + "\"\ntime_limit_seconds = 5\n");
+  const std::string config = ConfigWithUserRule(
+      dir.path(), root, db,
+      "-- id: loops_forever\n-- title: A rule that never returns\n-- roles: train_loss\n"
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)\n"
+      "SELECT 'never' AS message FROM c WHERE x < 0\n",
+      5);
   WriteSickRun(root + "/live/events.out.tfevents.1.h", static_cast<double>(::time(nullptr)) - 400);
   testing::DaemonProcess d({"--config", config}, log);
   ASSERT_TRUE(testing::WaitFor([&] { return !FindingOrder(db).empty(); }, 60s)) << d.Log();
@@ -113,24 +129,21 @@ TEST(DaemonPriority, ALiveRunsNanIsStoredBeforeASlowRuleIsStopped) {
 TEST(DaemonPriority, ALiveRunsNanInterruptsTheHistorySliceInProgress) {
   TempDir dir;
   const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
-  const std::string rules = dir / "rules", config = dir / "tw.toml";
-  testing::WriteFile(rules + "/slow.sql",
-                     "-- id: slow_rule\n-- title: A rule that takes its time\n-- severity: info\n"
-                     "-- roles: train_loss\n"
-                     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 6000000)\n"
-                     "SELECT 'slow' AS message FROM (SELECT count(*) AS n FROM c) WHERE n > 0\n");
-  testing::WriteFile(config, "[store]\npath = \"" + db + "\"\n[watch]\nroots = [\"" + root +
-                                 "\"]\n[rules]\ndir = \"" + rules + "\"\ntime_limit_seconds = 60\n");
+  const std::string config = ConfigWithUserRule(
+      dir.path(), root, db,
+      "-- id: slow_rule\n-- title: A rule that takes its time\n-- severity: info\n-- roles: train_loss\n"
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 6000000)\n"
+      "SELECT 'slow' AS message FROM (SELECT count(*) AS n FROM c) WHERE n > 0\n",
+      60);
   constexpr int kHistory = 6;
   const double two_days_ago = static_cast<double>(::time(nullptr)) - 2 * 86400;
-  const timespec old[2] = {{static_cast<time_t>(two_days_ago), 0}, {static_cast<time_t>(two_days_ago), 0}};
   for (int i = 0; i < kHistory; ++i) {
     const std::string path = root + "/old_" + std::to_string(i) + "/events.out.tfevents.1.h";
     testing::EventFileWriter w(path);
     w.Add(testing::FileVersionEvent(two_days_ago - 3600));
     for (int s = 0; s < 50; ++s) w.Add(testing::SimpleScalarEvent("train/loss", s, two_days_ago - 3600 + s, 1.0f / (1 + s)));
     w.Flush();
-    ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), old, 0), 0);
+    Backdate(path, two_days_ago);
   }
   testing::DaemonProcess d({"--config", config}, log);
   // The history read; its first slice has begun (slices follow each other once the writer is idle).
