@@ -47,9 +47,11 @@ Notification Finding(const std::string& rule = "non_finite_loss", const std::str
 }
 
 // A notification about finding `finding`, with a message that names it and the event.
+// A finding's change; a warning by default: the grouping tests are about what waits (a critical
+// change goes at once, CriticalMeansNow).
 Notification About(int64_t finding, const std::string& run, const std::string& rule,
-                   const std::string& event = "finding.firing") {
-  Notification n = Finding(rule, "critical", run);
+                   const std::string& event = "finding.firing", const std::string& severity = "warning") {
+  Notification n = Finding(rule, severity, run);
   n.finding_id = finding;
   n.event = event;
   if (event == "finding.resolved") n.state = "resolved";
@@ -498,7 +500,7 @@ TEST(NotifyRender, SlackGroupMessageStaysInsideSlacksLimits) {
   Group g;
   g.labels = {{"run", "exp/a"}};
   for (int i = 0; i < 120; ++i) {
-    Notification n = About(i + 1, "exp/a", "rule_" + std::to_string(i));
+    Notification n = About(i + 1, "exp/a", "rule_" + std::to_string(i), "finding.firing", "critical");
     n.title = std::string(400, 'T');
     n.message.clear();
     for (int k = 0; k < 2000; ++k) n.message += "€";
@@ -563,7 +565,8 @@ TEST(NotifyRender, AGroupPayloadCarriesEachVersionOnePayloadInOrder) {
 TEST(NotifyRender, AGroupEmailListsEveryFindingInOrderEscaped) {
   Group g;
   g.labels = {{"run", "exp/a"}};
-  g.items = {About(1, "exp/a", "x"), About(1, "exp/a", "x", "finding.resolved"), About(2, "exp/a", "y")};
+  g.items = {About(1, "exp/a", "x", "finding.firing", "critical"),
+             About(1, "exp/a", "x", "finding.resolved", "critical"), About(2, "exp/a", "y")};
   g.items[2].message = "x<script>";
   const EmailContent e = RenderGroupEmail(g, "http://tb/{run}");
   EXPECT_EQ(e.subject, "[trainwatch] 2 findings on run exp/a (2 firing, 1 resolved)");
@@ -592,7 +595,7 @@ TEST_F(NotifyGroup, GroupWaitCollectsARunsFindingsIntoOneSlackMessage) {
   EXPECT_EQ(a[0].key, "tw-group-1-4-ch");
   ASSERT_EQ(server_.requests().size(), 1u);
   const json::value body = Body(0);
-  EXPECT_EQ(SlackHeader(body), "🔴 3 findings on run exp/a");
+  EXPECT_EQ(SlackHeader(body), "🟠 3 findings on run exp/a");
   const std::string all = json::serialize(body);
   ExpectInOrder(all, {"3 firing", "message of finding 1", "message of finding 2", "message of finding 3"});
   EXPECT_EQ(all.find("message of finding 4"), std::string::npos);  // another run, another message
@@ -610,6 +613,34 @@ TEST_F(NotifyGroup, GroupWaitCollectsARunsFindingsIntoOneSlackMessage) {
   EXPECT_TRUE(Run(*d, 2000).empty());
 }
 
+// Critical means now: a run's NaN goes at once, without group_wait; another critical change of
+// that run seconds later (the divergence that comes with a NaN) joins the run's next message,
+// at group_interval; a warning still waits group_wait; and a critical change of a run whose last
+// message held only warnings goes at once too.
+TEST_F(NotifyGroup, CriticalMeansNowWhatFollowsWaitsAsGrouped) {
+  const std::vector<ChannelConfig> chans = {Grouped("slack")};
+  Queue(chans, 1, 1000, About(1, "exp/a", "non_finite_loss", "finding.firing", "critical"));
+  Queue(chans, 2, 1000, About(2, "exp/b", "loss_plateau"));
+  auto d = Open(chans);
+  std::vector<Attempt> a = Run(*d, 1000);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1}));
+  Queue(chans, 3, 1003, About(3, "exp/a", "loss_divergence", "finding.firing", "critical"));
+  EXPECT_TRUE(Run(*d, 1003).empty());
+  a = Run(*d, 1030);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{2}));  // the warning, after group_wait
+  Queue(chans, 4, 1100, About(4, "exp/b", "non_finite_loss", "finding.firing", "critical"));
+  a = Run(*d, 1100);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{4}));
+  EXPECT_TRUE(Run(*d, 1299.9).empty());
+  a = Run(*d, 1300);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{3}));  // exp/a's next message: 1000 + group_interval
+  ASSERT_EQ(server_.requests().size(), 4u);
+}
+
 TEST_F(NotifyGroup, GroupIntervalHoldsChangesToANotifiedGroupThenSendsOnlyThem) {
   const std::vector<ChannelConfig> chans = {Grouped("slack")};
   Queue(chans, 1, 1000, About(1, "exp/a", "rule_a"));
@@ -625,7 +656,7 @@ TEST_F(NotifyGroup, GroupIntervalHoldsChangesToANotifiedGroupThenSendsOnlyThem) 
   EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{2, 3}));
   ASSERT_EQ(server_.requests().size(), 2u);
   const json::value body = Body(1);
-  EXPECT_EQ(SlackHeader(body), "🔴 2 findings on run exp/a");
+  EXPECT_EQ(SlackHeader(body), "🟠 2 findings on run exp/a");
   const std::string all = json::serialize(body);
   ExpectInOrder(all, {"message of finding 2", "message of finding 3"});
   EXPECT_EQ(all.find("message of finding 1"), std::string::npos);  // sent before: not again
@@ -811,7 +842,7 @@ TEST_F(NotifyGroup, ADigestSendsEveryChangeOfItsPeriodInOneMessage) {
   EXPECT_EQ(a[1].message_ids.size(), 4u);
   ASSERT_EQ(server_.requests().size(), 2u);
   const json::value s = Body(0), w = Body(1);
-  EXPECT_EQ(SlackHeader(s), "🔴 Digest: 4 changes to 4 findings");
+  EXPECT_EQ(SlackHeader(s), "🟠 Digest: 4 changes to 4 findings");
   ExpectInOrder(json::serialize(s), {"3 firing · 1 escalated", "By rule: rule_a 2, rule_b 2", "By run: exp/a 2, exp/b 2",
                                      "message of finding 1", "message of finding 2", "message of finding 3",
                                      "message of finding 4"});
@@ -848,7 +879,7 @@ TEST_F(NotifyGroup, ARestartDuringGroupWaitStillSendsTheGroupOnceOnTime) {
   EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_TRUE(Run(*d, 1400).empty());
   EXPECT_EQ(server_.requests().size(), 1u);
-  EXPECT_EQ(SlackHeader(Body(0)), "🔴 3 findings on run exp/a");
+  EXPECT_EQ(SlackHeader(Body(0)), "🟠 3 findings on run exp/a");
 }
 
 TEST_F(NotifyGroup, ASendCutOffByACrashGoesAgainWithTheSameMessagesAndKey) {

@@ -23,6 +23,8 @@ struct Deliverer::Row {
   double next_attempt = 0, created = 0;
   int64_t batch = 0;    // the send it is frozen in (its first message's id); 0: none yet
   std::string group;    // its group's key under the channel's settings ("" without grouping)
+  std::string run, rule;  // of its finding, from the payload
+  bool critical = false;  // a finding firing or escalated at critical severity
 };
 
 // What may go as one send: a frozen send (retrying, or cut off by a crash), or the waiting
@@ -123,8 +125,18 @@ Status Deliverer::Prepare() {
   TW_RETURN_IF_ERROR(prepare(&pending_,
       "SELECT message_id, idempotency_key, COALESCE(finding_id, 0), attempts, next_attempt, created, "
       "COALESCE(batch, 0), CASE WHEN json_valid(payload) THEN json_extract(payload, '$.finding.run') END, "
-      "CASE WHEN json_valid(payload) THEN json_extract(payload, '$.finding.rule') END "
+      "CASE WHEN json_valid(payload) THEN json_extract(payload, '$.finding.rule') END, "
+      "event IN ('finding.firing', 'finding.escalated') AND json_valid(payload) "
+      "  AND json_extract(payload, '$.finding.severity') IS 'critical' "
       "FROM outbox WHERE channel = ?1 AND state = 'pending' ORDER BY message_id LIMIT ?2"));
+  // A group's critical changes sent since ?2 (its run ?3 and rule ?4, each NULL when the
+  // channel does not group by it).
+  TW_RETURN_IF_ERROR(prepare(&critical_sent_,
+      "SELECT EXISTS (SELECT 1 FROM outbox WHERE channel = ?1 AND state = 'sent' AND sent_at >= ?2 "
+      "  AND event IN ('finding.firing', 'finding.escalated') AND json_valid(payload) "
+      "  AND json_extract(payload, '$.finding.severity') IS 'critical' "
+      "  AND (?3 IS NULL OR json_extract(payload, '$.finding.run') IS ?3) "
+      "  AND (?4 IS NULL OR json_extract(payload, '$.finding.rule') IS ?4))"));
   TW_RETURN_IF_ERROR(prepare(&payload_, "SELECT payload FROM outbox WHERE message_id = ?1"));
   TW_RETURN_IF_ERROR(prepare(&freeze_, "UPDATE outbox SET batch = ?2, next_attempt = ?3 WHERE message_id = ?1"));
   TW_RETURN_IF_ERROR(prepare(&update_,
@@ -199,6 +211,9 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
     r.next_attempt = pending_.Real(4);
     r.created = pending_.Real(5);
     r.batch = pending_.Int(6);
+    r.run = pending_.Text(7);
+    r.rule = pending_.Text(8);
+    r.critical = pending_.Int(9) != 0;
     if (grouping.mode == Grouping::Mode::kDigest) r.group = kDigestKey;
     else if (grouping.mode == Grouping::Mode::kGroup) r.group = GroupKey(c.group_by, pending_.Text(7), pending_.Text(8));
     rows.push_back(std::move(r));
@@ -266,6 +281,11 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
       for (const Row* r : u.rows) oldest = std::min(oldest, r->created);
       if (last_sent && u.rows[0]->id <= last_id) due = now;  // left over from the last send: at once
       else due = std::max(oldest + grouping.wait, last_sent ? *last_sent + grouping.interval : -INFINITY);
+      if (due > now && grouping.mode == Grouping::Mode::kGroup) {
+        Result<bool> urgent = CriticalIsNews(c, u, now);
+        if (!urgent.ok()) return urgent.status();
+        if (*urgent) due = now;
+      }
     }
     due = std::max(due, next_allowed_[c.name]);
     if (due > now || sends >= options_.max_per_channel_per_run) {
@@ -284,6 +304,28 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
     }
   }
   return Status::Ok();
+}
+
+// Critical means now: a NaN burning GPU hours must not wait group_wait. A group holding a
+// critical change goes at once, unless it already sent one within group_interval (then it is
+// news the channel has had: the rest follows as grouped).
+Result<bool> Deliverer::CriticalIsNews(const ChannelConfig& c, const Unit& u, double now) {
+  const auto critical = std::find_if(u.rows.begin(), u.rows.end(), [](const Row* r) { return r->critical; });
+  if (critical == u.rows.end()) return false;
+  const auto by = [&](const char* field) {
+    return std::find(c.group_by.begin(), c.group_by.end(), field) != c.group_by.end();
+  };
+  critical_sent_.Reset();
+  critical_sent_.Bind(1, c.name).Bind(2, now - c.group_interval_seconds);
+  if (by("run")) critical_sent_.Bind(3, (*critical)->run);
+  else critical_sent_.BindNull(3);
+  if (by("rule")) critical_sent_.Bind(4, (*critical)->rule);
+  else critical_sent_.BindNull(4);
+  Result<bool> row = critical_sent_.Step();
+  const bool sent = row.ok() && *row && critical_sent_.Int(0) != 0;
+  critical_sent_.Reset();
+  if (!row.ok()) return row.status();
+  return !sent;
 }
 
 Status Deliverer::Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>* out) {

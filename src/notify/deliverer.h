@@ -9,7 +9,9 @@
 // Grouping (docs/notifications.md): a channel's pending messages with the same group key (by
 // run and/or rule; every message of the channel in a digest) go as ONE send once the group is
 // due: its oldest waiting message's time + group_wait, but not before the group's last send +
-// group_interval (notify_groups). A send's members are frozen in the outbox (`batch`) before it
+// group_interval (notify_groups). Critical means now: a group holding a critical change (a
+// finding firing or escalated at critical) is due at once, unless it sent one within
+// group_interval; what follows joins its next send as usual. A send's members are frozen in the outbox (`batch`) before it
 // is attempted, so a retry, or a resend after a crash, carries the same messages under the same
 // key; its messages become sent, pending or dead together. A finding still firing whose last
 // message on a channel went out repeat_interval ago gets a finding.repeat message queued.
@@ -77,6 +79,7 @@ class Deliverer {
   Status Prepare();
   Status RunChannel(Channel& ch, double now, std::vector<Attempt>* out);
   Status Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>* out);
+  Result<bool> CriticalIsNews(const ChannelConfig& c, const Unit& u, double now);
   Status QueueRepeats(double now);
 
   std::unique_ptr<store::Db> db_;
@@ -86,6 +89,7 @@ class Deliverer {
   store::Stmt update_;      // an attempt's outcome
   store::Stmt group_get_;   // notify_groups' last_sent
   store::Stmt group_put_;
+  store::Stmt critical_sent_;  // whether a group sent a critical change since a time
   store::Stmt firing_;      // repeats: firing findings and their last message sent on a channel
   store::Stmt repeat_;      // queues a repeat
   std::vector<std::unique_ptr<Channel>> channels_;
