@@ -95,7 +95,7 @@ class Daemon {
         notifier_thread_(cfg_.db_path) {
     diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
     diagnoser_.SetLiveRuns([this] { return worker_.TakeLiveRuns(); });
-    worker_.SetOnLiveNonFinite([this] { diagnoser_.PreemptHistory(); });
+    worker_.SetOnLiveNonFinite([this](int64_t run) { diagnoser_.PreemptHistory(run); });
     diagnoser_.SetIngestIdle([this] { return queue_.size() == 0 && worker_.counters().idle.load(); });
     worker_.SetOnFatal([this](const Status& st) { boost::asio::post(io_, [this, st] { OnFatalStoreError(st); }); });
     // What delivery waits on cannot always go into the store (its write lock may be what it

@@ -195,8 +195,9 @@ void DiagnoseWorker::Loop() {
   }
 }
 
-void DiagnoseWorker::PreemptHistory() {
+void DiagnoseWorker::PreemptHistory(int64_t run) {
   std::lock_guard lock(engine_mu_);
+  if (!preempted_for_.insert(run).second) return;  // its alarm has been raised, or is on its way
   live_alarm_ = true;
   if (history_running_ && engine_) engine_->Interrupt();
 }

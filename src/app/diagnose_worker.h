@@ -46,10 +46,12 @@ class DiagnoseWorker {
   // Called on the diagnosis thread: whether the writer has nothing queued (thread-safe on its
   // side), so "caught up" is said when the history is both read and examined. Before Start().
   void SetIngestIdle(std::function<bool()> f) { ingest_idle_ = std::move(f); }
-  // Thread-safe (the writer calls it): a live run committed a non-finite value. A history slice
-  // being examined is interrupted (its runs stay to be examined) and the next one waits, so
-  // the live run's critical pass comes first: one large old run's evaluation can take seconds.
-  void PreemptHistory();
+  // Thread-safe (the writer calls it): live run `run` committed a non-finite value. The first
+  // time for a run, a history slice being examined is interrupted (its runs stay to be
+  // examined) and the next one waits, so the live run's critical pass comes first: one large
+  // old run's evaluation can take seconds. Only the first time: a run that goes on logging NaN
+  // would otherwise starve the history.
+  void PreemptHistory(int64_t run);
   void Start();
   void Stop();  // joins the thread
 
@@ -103,6 +105,7 @@ class DiagnoseWorker {
   std::unique_ptr<diagnose::Engine> engine_;
   bool history_running_ = false;  // under engine_mu_: a history slice is being examined
   bool live_alarm_ = false;       // under engine_mu_: PreemptHistory() was called since
+  std::set<int64_t> preempted_for_;  // under engine_mu_: the runs that have pre-empted once
   std::unique_ptr<diagnose::FindingTracker> tracker_;
   std::set<std::string> reported_;  // rule problems logged since the rules loaded: "ID\nLIMIT"
 };

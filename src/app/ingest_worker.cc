@@ -253,7 +253,7 @@ Status IngestWorker::Process(const WorkQueue::Item& item, bool* more) {
       std::lock_guard lock(mu_);
       live_runs_.push_back(run->run_id());
     }
-    if (totals.non_finite > 0 && on_live_non_finite_) on_live_non_finite_();
+    if (totals.non_finite > 0 && on_live_non_finite_) on_live_non_finite_(run->run_id());
   }
   counters_.files_read += totals.files_read;
   counters_.points += totals.points();

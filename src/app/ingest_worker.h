@@ -47,9 +47,9 @@ class IngestWorker {
   // Run() returns after it. Set before Run().
   void SetOnFatal(std::function<void(const Status&)> f) { on_fatal_ = std::move(f); }
   // Called on the writer thread after a file of the live lane committed a non-finite value
-  // (its run is already in TakeLiveRuns): a NaN must not wait for the history's diagnosis.
-  // Set before Run().
-  void SetOnLiveNonFinite(std::function<void()> f) { on_live_non_finite_ = std::move(f); }
+  // (its run, passed, is already in TakeLiveRuns): a NaN must not wait for the history's
+  // diagnosis. Set before Run().
+  void SetOnLiveNonFinite(std::function<void(int64_t run)> f) { on_live_non_finite_ = std::move(f); }
 
   // Thread-safe counters, for STATUS= and logs.
   struct Counters {
@@ -62,7 +62,7 @@ class IngestWorker {
 
  private:
   Status Process(const WorkQueue::Item& item, bool* more);
-  std::function<void()> on_live_non_finite_;
+  std::function<void(int64_t run)> on_live_non_finite_;
   // Store failures are logged once per condition: when one starts, when it changes, and
   // when writes work again; not once per file per rescan while a disk stays full.
   void StoreFailed(const Status& st, const std::string& doing);
