@@ -2,9 +2,9 @@
 // a real store, every rule evaluated by the engine. Each rule has a positive case (the
 // pathology, with its onset) and negative ones (a healthy run, and the traps the seeds warn
 // about). Curves are deterministic (fixed seeds) with realistic multiplicative noise.
-#include <array>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>

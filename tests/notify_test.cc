@@ -46,9 +46,9 @@ Notification Finding(const std::string& rule = "non_finite_loss", const std::str
   return n;
 }
 
-// A notification about finding `finding`, with a message that names it and the event.
-// A finding's change; a warning by default: the grouping tests are about what waits (a critical
-// change goes at once, CriticalMeansNow).
+// A notification about finding `finding`, with a message that names it and the event; a
+// warning by default: the grouping tests are about what waits (a critical change goes at once,
+// CriticalMeansNowWhatFollowsWaitsAsGrouped).
 Notification About(int64_t finding, const std::string& run, const std::string& rule,
                    const std::string& event = "finding.firing", const std::string& severity = "warning") {
   Notification n = Finding(rule, severity, run);

@@ -19,9 +19,11 @@
 --   all recovered: isolated spikes that recover are normal, however tall)
 -- param big_ratio = 3: how big those must be
 -- param many = 5: this many spikes of at least min_ratio are recurring: a warning
--- param max_width = 5: a raised stretch longer than this many points, flat-topped (its middle
---   point at least half the peak's rise) and back down after, is a block, not a spike: a noisy
---   part of every epoch, a bad shard read in one piece (epoch_boundary_jumps, loss_oscillation)
+-- param max_width = 5: a raised stretch longer than this many points, flat-topped and back
+--   down after, is a block, not a spike: a noisy part of every epoch, a bad shard read in one
+--   piece (epoch_boundary_jumps, loss_oscillation)
+-- param block_top_share = 0.5: flat-topped: its middle point at least this share of the peak's
+--   rise (a spike that decays over a few points has its middle far below its peak)
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
 -- param frequent_ratio = 10: in a short series, a rise this large is measured against the noise
 --   of the points without such rises: spikes on every fourth point spoil a median-based noise
@@ -86,7 +88,7 @@ WITH span AS (
          json_group_array(json(e.value)) AS spikes
   FROM s, json_each(s.j, '$.spikes') e
   WHERE json_extract(e.value, '$.ratio') >= :min_ratio
-    AND NOT (COALESCE(json_extract(e.value, '$.width'), 1) > :max_width AND json_extract(e.value, '$.top_share') >= 0.5
+    AND NOT (COALESCE(json_extract(e.value, '$.width'), 1) > :max_width AND json_extract(e.value, '$.top_share') >= :block_top_share
              AND json_extract(e.value, '$.recovered') = 1)
   GROUP BY s.series_id
 )

@@ -395,11 +395,11 @@ TrailingZ TrailingRobustZ(std::span<const double> x, int window) {
   TrailingZ out{std::vector<double>(x.size(), kNaN), std::vector<double>(x.size(), kNaN)};
   if (window < 1 || static_cast<size_t>(window) >= x.size()) return out;
   const size_t w = static_cast<size_t>(window);
-  std::vector<double> scratch(w), d2;
-  d2.reserve(w);
+  std::vector<double> scratch(w);
   // The noise bound is refreshed every tenth of a window: it moves slowly, and recomputing it
   // at every point would double the cost of a long series.
   const size_t refresh = std::max<size_t>(1, w / 10);
+  const size_t recent = std::max<size_t>(5, w / 10);  // the level's recent part (see below)
   double noise_mad = 0;
   for (size_t i = w; i < x.size(); ++i) {
     scratch.assign(x.begin() + (i - w), x.begin() + i);
@@ -409,19 +409,12 @@ TrailingZ TrailingRobustZ(std::span<const double> x, int window) {
     // A trend inflates the spread around the median (a loss falling 2.2 -> 0.8 spreads a
     // 100-point window by the descent): the point-to-point noise, from second differences
     // that cancel it, bounds the scale. Both are MADs of the noise for a flat window.
-    if (w >= 5 && (i - w) % refresh == 0) {
-      d2.clear();
-      for (size_t j = i - w + 2; j < i; ++j) d2.push_back(x[j] - 2 * x[j - 1] + x[j - 2]);
-      const double c = MedianInPlace(d2);
-      for (double& v : d2) v = std::abs(v - c);
-      noise_mad = MedianInPlace(d2) / std::sqrt(6.0);
-    }
+    if (w >= 5 && (i - w) % refresh == 0) noise_mad = NoiseSd(x.subspan(i - w, w)) / 1.4826;
     if (noise_mad > 0) d = std::min(d, noise_mad);
     if (d == 0) d = std::max(1e-12, 1e-6 * std::abs(m));
     // The level: the window's median, or the median of its last tenth where that is higher (a
     // rising curve leaves the window's median behind by half the window's rise; read against
     // it, every point of an overfitting validation loss would stand out).
-    const size_t recent = std::max<size_t>(5, w / 10);
     double level = m;
     if (recent < w) {
       scratch.assign(x.begin() + (i - recent), x.begin() + i);

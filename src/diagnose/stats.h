@@ -61,10 +61,12 @@ double MannKendallZ(std::span<const double> y);
 double RankVonNeumannZ(std::span<const double> y);
 
 // Trailing robust z: for each i >= window, with m and d the median and MAD of
-// x[i-window, i), z[i] = 0.6745 * (x[i] - m) / d (Iglewicz–Hoaglin modified z); level[i] = m.
-// d is at most the window's point-to-point noise (the MAD of its second differences over
-// sqrt(6)), which a trend does not inflate: a steady descent spreads a window far beyond its
-// noise, and a spike on it would otherwise read as a small z.
+// x[i-window, i), z[i] = 0.6745 * (x[i] - level[i]) / d (Iglewicz–Hoaglin modified z), where
+// level[i] is m, or the median of the window's last tenth (5 points at least) where that is
+// higher: a rising curve leaves the window's median behind. d is at most the window's
+// point-to-point noise (NoiseSd as a MAD, refreshed every tenth of a window), which a trend
+// does not inflate: a steady descent spreads a window far beyond its noise, and a spike on it
+// would otherwise read as a small z.
 // When d is 0 (a constant window) d is replaced by max(1e-12, 1e-6 * |m|), so a constant
 // stretch followed by a jump reads as a large z rather than a division by zero.
 // Entries before `window` are NaN. O(n * window log window) is fine for window <= 1000.

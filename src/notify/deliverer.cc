@@ -215,7 +215,7 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
     r.rule = pending_.Text(8);
     r.critical = pending_.Int(9) != 0;
     if (grouping.mode == Grouping::Mode::kDigest) r.group = kDigestKey;
-    else if (grouping.mode == Grouping::Mode::kGroup) r.group = GroupKey(c.group_by, pending_.Text(7), pending_.Text(8));
+    else if (grouping.mode == Grouping::Mode::kGroup) r.group = GroupKey(c.group_by, r.run, r.rule);
     rows.push_back(std::move(r));
   }
   pending_.Reset();
@@ -282,7 +282,7 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
       if (last_sent && u.rows[0]->id <= last_id) due = now;  // left over from the last send: at once
       else due = std::max(oldest + grouping.wait, last_sent ? *last_sent + grouping.interval : -INFINITY);
       if (due > now && grouping.mode == Grouping::Mode::kGroup) {
-        Result<bool> urgent = CriticalIsNews(c, u, now);
+        Result<bool> urgent = CriticalIsNews(c, u, now - grouping.interval);
         if (!urgent.ok()) return urgent.status();
         if (*urgent) due = now;
       }
@@ -307,16 +307,16 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
 }
 
 // Critical means now: a NaN burning GPU hours must not wait group_wait. A group holding a
-// critical change goes at once, unless it already sent one within group_interval (then it is
-// news the channel has had: the rest follows as grouped).
-Result<bool> Deliverer::CriticalIsNews(const ChannelConfig& c, const Unit& u, double now) {
+// critical change goes at once, unless it already sent one since `since` (group_interval ago:
+// then it is news the channel has had, and the rest follows as grouped).
+Result<bool> Deliverer::CriticalIsNews(const ChannelConfig& c, const Unit& u, double since) {
   const auto critical = std::find_if(u.rows.begin(), u.rows.end(), [](const Row* r) { return r->critical; });
   if (critical == u.rows.end()) return false;
   const auto by = [&](const char* field) {
     return std::find(c.group_by.begin(), c.group_by.end(), field) != c.group_by.end();
   };
   critical_sent_.Reset();
-  critical_sent_.Bind(1, c.name).Bind(2, now - c.group_interval_seconds);
+  critical_sent_.Bind(1, c.name).Bind(2, since);
   if (by("run")) critical_sent_.Bind(3, (*critical)->run);
   else critical_sent_.BindNull(3);
   if (by("rule")) critical_sent_.Bind(4, (*critical)->rule);

@@ -79,7 +79,7 @@ class Deliverer {
   Status Prepare();
   Status RunChannel(Channel& ch, double now, std::vector<Attempt>* out);
   Status Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>* out);
-  Result<bool> CriticalIsNews(const ChannelConfig& c, const Unit& u, double now);
+  Result<bool> CriticalIsNews(const ChannelConfig& c, const Unit& u, double since);
   Status QueueRepeats(double now);
 
   std::unique_ptr<store::Db> db_;
