@@ -391,6 +391,46 @@ TEST(Stats, LocalSpikesThatRecurEveryFourthPoint) {
   EXPECT_TRUE(LocalSpikes(y, 2, 7, 0.4, 0.2, std::log(10.0)).empty());
 }
 
+TEST(Stats, LocalSpikesThatTakeTwoPointsToComeBack) {
+  // A log-loss falling steadily (-0.5 per point) with a jump of +5 on every third point that is
+  // only half gone at the next (BatchNorm's running statistics dragged off before an
+  // evaluation): each jump's tail sits in the next jump's near side, so against the medians of
+  // the sides the jumps are 4-6x, and the curve's second differences are all jumps.
+  Vec y;
+  for (int i = 0; i < 15; ++i) y.push_back(-0.5 * i + 0.02 * ((i * 7) % 5 - 2));
+  for (int i = 2; i < 15; i += 3) {
+    y[i] += 5;
+    if (i + 1 < 15) y[i + 1] += 2.5;
+  }
+  EXPECT_TRUE(LocalSpikes(y, 2, 7, 0.4, 0.2).empty());
+  // From the lower envelope (the lowest point of each side), against the noise of the points
+  // not raised at all: each jump that has two points after it.
+  const auto s = LocalSpikes(y, 2, 7, 0.4, 0.2, std::log(10.0));
+  ASSERT_EQ(s.size(), 4u);
+  for (size_t j = 0; j < s.size(); ++j) {
+    EXPECT_EQ(s[j].index, 3 * j + 2) << j;
+    EXPECT_TRUE(s[j].recovered) << j;
+    const size_t i = s[j].index;
+    EXPECT_NEAR(s[j].level, std::max(std::min(y[i - 2], y[i - 1]), std::min(y[i + 1], y[i + 2])), 1e-12) << j;
+  }
+}
+
+TEST(Stats, LocalSpikesNearZeroNoiseIsNoFrequentJump) {
+  // A real HF Trainer training loss near its floor (tests/data/real_runs/hf_trainer_healthy,
+  // steps 40-500): 0.0038 -> 0.039 -> 0.052 -> 0.023 -> 0.0023 is one of its bounces. The 0.052
+  // stands 13.6x above the lowest point of its sides, but the lows are as noisy as the highs,
+  // so the quiet points' noise is no smaller than the whole curve's: no jump is judged
+  // against it, and against the sides' medians (4x) it is the curve's own noise.
+  const Vec loss = {0.7005, 0.696, 0.6895, 0.6559, 0.368, 0.342, 0.2234, 0.2494, 0.2296, 0.2277,
+                    0.306, 0.2243, 0.2502, 0.1487, 0.1321, 0.1431, 0.1367, 0.05386, 0.06616, 0.1603,
+                    0.1841, 0.1417, 0.08728, 0.03374, 0.04546, 0.1118, 0.04529, 0.04831, 0.04131,
+                    0.06337, 0.02349, 0.03144, 0.037, 0.04486, 0.0231, 0.03948, 0.01884, 0.005717,
+                    0.01851, 0.0313, 0.04406, 0.02136, 0.00382, 0.03931, 0.05181, 0.02348, 0.002291};
+  Vec y;
+  for (double v : loss) y.push_back(std::log(v));
+  EXPECT_TRUE(LocalSpikes(y, 2, 7, std::log(1.5), std::log(1.25), std::log(10.0)).empty());
+}
+
 TEST(Stats, TrailingRobustZFlagsInjectedSpike) {
   Vec x = Noise(1000, 0.01, 3);
   for (double& v : x) v += 2.0;

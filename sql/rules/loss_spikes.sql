@@ -25,9 +25,11 @@
 -- param block_top_share = 0.5: flat-topped: its middle point at least this share of the peak's
 --   rise (a spike that decays over a few points has its middle far below its peak)
 -- param warmup_frac = 0.05: the first part of the run is ignored (warmup is noisy by nature)
--- param frequent_ratio = 10: in a short series, a rise this large is measured against the noise
---   of the points without such rises: spikes on every fourth point spoil a median-based noise
---   estimate (only large rises: heavy-tailed minibatch noise would lose its own tail the same way)
+-- param frequent_ratio = 10: in a short series, a rise this large over the lowest points of its
+--   sides is measured from them against the noise of the points not raised at all, where those
+--   are much calmer than the whole: spikes on every fourth point spoil a median-based noise
+--   estimate, and a spike half gone at the next point lifts its neighbours' medians (only
+--   large rises, since heavy-tailed minibatch noise would lose its own tail the same way)
 -- param short_k = 2: a series of fewer than 2 x window points (an epoch or an evaluation
 --   per point, as in 20 epochs or 21 evaluations) is judged point by point against this many
 --   points on each side, in units of its own point-to-point noise (tw_local_spikes): a trailing window would

@@ -269,8 +269,8 @@ void SpikesFinal(Acc& a, sqlite3_context* ctx) {
 
 // tw_local_spikes(step, value, k, z [, min_ratio = 1.5, recover_ratio = 1.25 [, frequent_ratio]]):
 // spikes of a short curve against both its sides (stats::LocalSpikes), on the log scale when
-// every value is positive; rises of frequent_ratio or more (none by default) are judged against
-// the noise of the points without such rises. The same JSON as tw_spikes. A curve that is not positive (an RL or energy loss) has
+// every value is positive; rises of frequent_ratio or more over the lower envelope (none by
+// default) are judged from it against the noise of the points not raised (stats.h). The same JSON as tw_spikes. A curve that is not positive (an RL or energy loss) has
 // no ratio: its `ratio` is then 1 + the rise over the curve's typical size (median |value|),
 // so the same thresholds read "a rise of half its size" for it.
 void LocalSpikesFinal(Acc& a, sqlite3_context* ctx) {

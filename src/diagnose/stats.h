@@ -90,9 +90,12 @@ struct LocalSpike {
   double level = 0, z = 0;
   bool recovered = true;
 };
-// Rises of at least `frequent_min_rise` are judged against the noise of the points without
-// such rises: spikes that recur (a bad shard every fourth batch) would otherwise be read as the
-// curve's noise. Large rises only: heavy-tailed noise would lose its own tail the same way.
+// Rises of at least `frequent_min_rise` over the lower envelope (the higher of the lowest
+// points of each side) are measured from it, against the noise of the points not raised by
+// `min_rise` over theirs, when that noise is under half the curve's: spikes that recur (a bad
+// shard every fourth batch) would otherwise be read as the curve's noise, and a spike half gone
+// at the next point lifts the side medians of its neighbours. Large rises only: heavy-tailed
+// noise would lose its own tail the same way.
 std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double z, double min_rise,
                                     double recover_tol,
                                     double frequent_min_rise = std::numeric_limits<double>::infinity());
