@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "base/source_names.h"
 #include "ingest/runs.h"
 
 namespace tw::app {
@@ -145,7 +146,7 @@ void IngestWorker::Run() {
     }
     worked_since_trim_ = true;
     const std::string& path = item->path;
-    const std::string dir = ingest::RunDirOf(path);
+    const std::string dir = sources::RunDirOf(path);
     if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != path) {
       if (path > b->second) {
         // After the run's earlier file is done; that file takes this one's lane, or a live
@@ -239,7 +240,7 @@ Status IngestWorker::Process(const WorkQueue::Item& item, bool* more) {
     log::Warning("cannot stat " + path + ": " + std::strerror(errno));
     return Status::Ok();
   }
-  const std::string dir = ingest::RunDirOf(path);
+  const std::string dir = sources::RunDirOf(path);
   Status error;
   ingest::RunState* run = RunFor(dir, root, path, &error);
   if (!run) return error;

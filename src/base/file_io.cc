@@ -109,4 +109,9 @@ Result<size_t> ReadAt(int fd, const std::string& path, char* dst, size_t n, uint
   return got;
 }
 
+bool CanEnter(const std::string& dir) {
+  // AT_EACCESS: the daemon's effective ids are what its opendir(3) is judged by.
+  return ::faccessat(AT_FDCWD, dir.c_str(), R_OK | X_OK, AT_EACCESS) == 0;
+}
+
 }  // namespace tw

@@ -65,4 +65,9 @@ Result<uint64_t> FileSize(int fd, const std::string& path);
 // reads are retried). "PATH: read failed at offset N: why" on error.
 Result<size_t> ReadAt(int fd, const std::string& path, char* dst, size_t n, uint64_t offset);
 
+// Whether a walk can enter directory `dir` (list it and reach what is inside). Walks skip
+// the directories they cannot enter (skip_permission_denied) and name them through this,
+// so that no subtree of a root is left out silently.
+bool CanEnter(const std::string& dir);
+
 }  // namespace tw

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/model.h"
 #include "base/status.h"
 #include "decode/event.h"
 
@@ -27,17 +28,8 @@ struct TagPlugin {
   int32_t data_class = 0;
 };
 
-struct Histogram {
-  double count = 0, sum = 0, min = 0, max = 0;
-  std::vector<std::array<double, 3>> buckets;  // (left edge, right edge, count)
-};
-
-struct HParam {
-  std::string key;
-  enum class Type : uint8_t { kNumber, kString, kBool, kNull } type = Type::kNull;
-  double number = 0;
-  std::string text;
-};
+using Histogram = model::Histogram;
+using HParam = model::HParam;
 
 struct Classified {
   Kind kind = Kind::kOtherTensor;

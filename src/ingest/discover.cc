@@ -1,41 +1,18 @@
 #include "ingest/discover.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <system_error>
 
+#include "base/file_io.h"
+#include "base/source_names.h"
+
 namespace tw::ingest {
 
 namespace fs = std::filesystem;
-
-bool IsWandbLog(std::string_view path) { return path.ends_with(".wandb"); }
-
-bool IsWandbJsonl(std::string_view path) {
-  const std::string_view name = path.substr(path.rfind('/') + 1);
-  return name == "wandb-history.jsonl" || name == "wandb-events.jsonl";
-}
-
-std::string RunDirOf(const std::string& path) {
-  const fs::path p(path);
-  fs::path dir = p.parent_path();
-  if (IsWandbJsonl(path) && dir.filename() == "files") dir = dir.parent_path();
-  return dir.native();
-}
-
-bool IsEventFileName(std::string_view name) {
-  if (IsWandbLog(name) || IsWandbJsonl(name)) return true;
-  return name.find("tfevents") != std::string_view::npos && !name.ends_with(".profile-empty");
-}
-
-bool CanEnter(const std::string& dir) {
-  // AT_EACCESS: the daemon's effective ids are what its opendir(3) is judged by.
-  return ::faccessat(AT_FDCWD, dir.c_str(), R_OK | X_OK, AT_EACCESS) == 0;
-}
 
 Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
                                                 std::vector<std::string>* warnings) {
@@ -57,17 +34,17 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
     }
     std::error_code fec;
     const fs::path& p = it->path();
-    if (it->is_directory(fec) && !it->is_symlink(fec) && !CanEnter(p.native())) {
+    if (it->is_directory(fec) && !it->is_symlink(fec) && !tw::CanEnter(p.native())) {
       if (warnings) warnings->push_back(p.native() + ": permission denied; the event files below it are not read");
       continue;
     }
-    if (!IsEventFileName(p.filename().native())) continue;
+    if (!sources::IsEventFileName(p.filename().native())) continue;
     if (!it->is_regular_file(fec)) {
       if (warnings && !it->is_directory(fec) && it->exists(fec))
         warnings->push_back(p.native() + ": named like an event file but not a regular file; not read");
       continue;
     }
-    fs::path rel = fs::path(RunDirOf(p.native())).lexically_relative(root);
+    fs::path rel = fs::path(sources::RunDirOf(p.native())).lexically_relative(root);
     Found f{rel.empty() ? "." : rel.native(), p.native(), it->is_symlink(fec)};
     // W&B's sync_tensorboard links (or copies) event files into the run's files/: the same
     // file under two paths is read once, under the path that is not a link.
@@ -87,8 +64,9 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
   for (auto& [name, files] : by_dir) {
     // A run with a .wandb log has everything in it; the JSON lines are for older runs only,
     // history before system metrics (which are stored at the latest history step).
-    const bool has_log = std::any_of(files.begin(), files.end(), [](const std::string& f) { return IsWandbLog(f); });
-    if (has_log) std::erase_if(files, [](const std::string& f) { return IsWandbJsonl(f); });
+    const bool has_log = std::any_of(files.begin(), files.end(),
+                                     [](const std::string& f) { return sources::IsWandbLog(f); });
+    if (has_log) std::erase_if(files, [](const std::string& f) { return sources::IsWandbJsonl(f); });
     auto order = [](const std::string& f) { return std::make_pair(f.ends_with("/wandb-events.jsonl"), f); };
     std::sort(files.begin(), files.end(), [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
     runs.push_back({name, std::move(files)});

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/source_names.h"
 #include "base/status.h"
 
 namespace tw::ingest {
@@ -17,22 +18,6 @@ struct DiscoveredRun {
   std::string name;                // relative to the root; "." for the root
   std::vector<std::string> files;  // absolute paths, in name order
 };
-
-bool IsEventFileName(std::string_view basename);
-
-// How a file is read, by its name: a W&B transaction log (*.wandb), the JSON lines of a W&B
-// run from before SDK 0.10 (wandb-history.jsonl, wandb-events.jsonl), or tfevents.
-bool IsWandbLog(std::string_view path);
-bool IsWandbJsonl(std::string_view path);
-
-// The run directory of an event file: its directory, except for the JSON lines that some
-// old SDKs wrote into the run's files/ folder.
-std::string RunDirOf(const std::string& path);
-
-// Whether a walk can enter directory `dir` (list it and reach what is inside). Walks skip
-// the directories they cannot enter (skip_permission_denied) and name them through this,
-// so that no subtree of a root is left out silently.
-bool CanEnter(const std::string& dir);
 
 // Walks `root` (absolute, canonical) recursively. Unreadable subdirectories are skipped and
 // reported in `warnings`, as are paths named like event files that are not regular files (a

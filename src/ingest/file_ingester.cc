@@ -13,6 +13,7 @@
 
 #include "base/crc32c.h"
 #include "base/file_io.h"
+#include "base/source_names.h"
 #include "ingest/batch.h"
 #include "tfrecord/reader.h"
 #include "wandb/jsonl_reader.h"
@@ -315,14 +316,14 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
 
   const tfrecord::ScanState scan{b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
                                  false};
-  if (IsWandbLog(path) || IsWandbJsonl(path)) {
+  if (sources::IsWandbLog(path) || sources::IsWandbJsonl(path)) {
     if (b.source.committed_offset == 0) {  // even an empty log makes its directory a W&B run
       store::RunInfo info;
       info.format = "wandb";
       if (Status s = store_.UpdateRunInfo(run.run_id(), info); !s.ok()) return fail(s);
     }
   }
-  if (IsWandbJsonl(path)) {
+  if (sources::IsWandbJsonl(path)) {
     wandb::jsonl::LineReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
                                     {scan.resyncing, scan.resync_from});
     if (file.ok()) reader.Adopt(file->Dup());
@@ -331,7 +332,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     // read whenever the history grows.
     return path.ends_with("wandb-history.jsonl") ? LoadLegacySideFiles(run, path) : Status::Ok();
   }
-  if (IsWandbLog(path)) {
+  if (sources::IsWandbLog(path)) {
     wandb::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
                              {scan.resyncing, scan.resync_from});
     if (file.ok()) reader.Adopt(file->Dup());

@@ -7,8 +7,9 @@
 #include <cmath>
 #include <map>
 
+#include "base/source_names.h"
 #include "ingest/batch.h"
-#include "wandb/legacy_files.h"
+#include "decode/wandb_legacy_files.h"
 
 namespace tw::ingest {
 
@@ -427,8 +428,8 @@ Status FileIngester::WandbDefineMetric(RunState& run, Batch& b, int64_t offset) 
 namespace tw::ingest {
 
 Status FileIngester::LoadLegacySideFiles(RunState& run, const std::string& history_path) {
-  const std::string dir = RunDirOf(history_path);
-  const wandb::LegacyFiles files = wandb::ReadLegacyFiles(dir);
+  const std::string dir = sources::RunDirOf(history_path);
+  const decode::LegacyFiles files = decode::ReadLegacyFiles(dir);
   if (files.config_yaml.empty() && files.summary_json.empty()) return Status::Ok();
   TW_RETURN_IF_ERROR(store_.Begin());
   auto fail = [&](Status s) {
@@ -436,7 +437,7 @@ Status FileIngester::LoadLegacySideFiles(RunState& run, const std::string& histo
     return s;
   };
   std::vector<decode::HParam> hparams;
-  for (const auto& [key, value] : wandb::ParseConfigYaml(files.config_yaml)) {
+  for (const auto& [key, value] : decode::ParseConfigYaml(files.config_yaml)) {
     if (Status s = store_.SetRunValue(store::RunValues::kConfig, run.run_id(), key, value); !s.ok())
       return fail(s);
     JsonNode node;
@@ -445,7 +446,7 @@ Status FileIngester::LoadLegacySideFiles(RunState& run, const std::string& histo
   for (const auto& p : hparams)
     if (Status s = store_.UpsertHParam(run.run_id(), p); !s.ok()) return fail(s);
   if (!files.summary_json.empty()) {
-    Result<wandb::KeyValues> summary = wandb::ParseSummaryJson(files.summary_json);
+    Result<decode::KeyValues> summary = decode::ParseSummaryJson(files.summary_json);
     Status s = summary.ok() ? Status::Ok()
                             : store_.InsertError(std::nullopt, dir + "/wandb-summary.json", 0, 0,
                                                  "bad_summary", summary.status().message());

@@ -375,7 +375,7 @@ Status Store::InsertScalar(int64_t series_id, int64_t step, int64_t source_id, i
 }
 
 Status Store::InsertHistogram(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
-                              int vidx, double wall_time, const decode::Histogram& h) {
+                              int vidx, double wall_time, const model::Histogram& h) {
   Stmt& s = st_->insert_histogram;
   s.Bind(1, series_id).Bind(2, step).Bind(3, source_id).Bind(4, offset).Bind(5, int64_t{vidx});
   s.Bind(6, wall_time).Bind(7, h.count).Bind(8, h.sum).Bind(9, h.min).Bind(10, h.max);
@@ -390,7 +390,7 @@ Status Store::InsertText(int64_t series_id, int64_t step, int64_t source_id, int
   return s.Bind(6, wall_time).Bind(7, text).Run();
 }
 
-Status Store::ReplaceHParams(int64_t run_id, const std::vector<decode::HParam>& hparams) {
+Status Store::ReplaceHParams(int64_t run_id, const std::vector<model::HParam>& hparams) {
   Result<Stmt> del = db_->Prepare("DELETE FROM hparams WHERE run_id = ?1");
   if (!del.ok()) return del.status();
   TW_RETURN_IF_ERROR(del->Bind(1, run_id).Run());
@@ -399,7 +399,7 @@ Status Store::ReplaceHParams(int64_t run_id, const std::vector<decode::HParam>& 
       "VALUES (?1, ?2, ?3, ?4, ?5)");
   if (!ins.ok()) return ins.status();
   for (const auto& p : hparams) {
-    using T = decode::HParam::Type;
+    using T = model::HParam::Type;
     ins->Bind(1, run_id).Bind(2, p.key);
     switch (p.type) {
       case T::kNumber: ins->Bind(3, "number").Bind(4, p.number).BindNull(5); break;
@@ -537,8 +537,8 @@ Status Store::SetRunValue(RunValues table, int64_t run_id, std::string_view key,
   return (config ? st_->set_config : st_->set_summary).Bind(1, run_id).Bind(2, key).Bind(3, *value_json).Run();
 }
 
-Status Store::UpsertHParam(int64_t run_id, const decode::HParam& p) {
-  using T = decode::HParam::Type;
+Status Store::UpsertHParam(int64_t run_id, const model::HParam& p) {
+  using T = model::HParam::Type;
   Stmt& ins = st_->upsert_hparam;
   ins.Bind(1, run_id).Bind(2, p.key);
   switch (p.type) {

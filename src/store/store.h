@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/model.h"
 #include "base/status.h"
-#include "decode/classify.h"
 #include "store/db.h"
 
 namespace tw::store {
@@ -111,10 +111,10 @@ class Store {
   Status InsertScalar(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
                       int vidx, double wall_time, double value);
   Status InsertHistogram(int64_t series_id, int64_t step, int64_t source_id, int64_t offset,
-                         int vidx, double wall_time, const decode::Histogram& h);
+                         int vidx, double wall_time, const model::Histogram& h);
   Status InsertText(int64_t series_id, int64_t step, int64_t source_id, int64_t offset, int vidx,
                     double wall_time, std::string_view text);
-  Status ReplaceHParams(int64_t run_id, const std::vector<decode::HParam>& hparams);
+  Status ReplaceHParams(int64_t run_id, const std::vector<model::HParam>& hparams);
   Status InsertRunEvent(int64_t run_id, int64_t source_id, int64_t offset, std::string_view kind,
                         std::optional<int64_t> step, double wall_time, std::string_view detail);
   Status InsertError(std::optional<int64_t> source_id, std::string_view path, int64_t offset,
@@ -135,7 +135,7 @@ class Store {
   // Upserts (or, with value_json nullopt, removes) one key of a run's config or summary.
   Status SetRunValue(RunValues table, int64_t run_id, std::string_view key,
                      std::optional<std::string_view> value_json);
-  Status UpsertHParam(int64_t run_id, const decode::HParam& p);
+  Status UpsertHParam(int64_t run_id, const model::HParam& p);
   // Removes hparam `key` and the dotted keys under it (a config key W&B removed).
   Status RemoveHParam(int64_t run_id, std::string_view key);
   Status SetSeriesStepMetric(int64_t series_id, std::string_view step_metric);

@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "base/log.h"
-#include "ingest/discover.h"
+#include "base/source_names.h"
 
 namespace tw::watch {
 
@@ -71,7 +71,7 @@ std::vector<std::string> InotifyWatcher::AddTree(const std::string& dir) {
     std::error_code e2;
     if (it->is_directory(e2)) {
       if (!it->is_symlink(e2)) AddOne(it->path().native());
-    } else if (fresh && ingest::IsEventFileName(it->path().filename().native())) {
+    } else if (fresh && sources::IsEventFileName(it->path().filename().native())) {
       files.push_back(it->path().native());
     }
   }
@@ -140,7 +140,7 @@ void InotifyWatcher::Handle(int wd, uint32_t mask, const std::string& name) {
     }
     return;
   }
-  if (ingest::IsEventFileName(name)) on_file_(path);
+  if (sources::IsEventFileName(name)) on_file_(path);
 }
 
 }  // namespace tw::watch

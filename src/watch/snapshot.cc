@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "ingest/discover.h"
+#include "base/file_io.h"
+#include "base/source_names.h"
 
 namespace tw::watch {
 
@@ -17,7 +18,7 @@ Snapshot Walk(const std::vector<std::string>& roots) {
     std::error_code ec;
     if (!fs::is_directory(root, ec)) continue;
     snap.dirs.push_back(root);
-    if (!ingest::CanEnter(root)) {
+    if (!CanEnter(root)) {
       snap.unreadable.push_back(root);
       continue;
     }
@@ -26,10 +27,10 @@ Snapshot Walk(const std::vector<std::string>& roots) {
       std::error_code e2;
       if (it->is_directory(e2) && !it->is_symlink(e2)) {
         snap.dirs.push_back(it->path().native());
-        if (!ingest::CanEnter(it->path().native())) snap.unreadable.push_back(it->path().native());
+        if (!CanEnter(it->path().native())) snap.unreadable.push_back(it->path().native());
         continue;
       }
-      if (!ingest::IsEventFileName(it->path().filename().native())) continue;
+      if (!sources::IsEventFileName(it->path().filename().native())) continue;
       // Not only regular files: a FIFO named like an event file is posted too (once, as
       // anything new is), for the ingester to refuse it with one report.
       struct stat st;

@@ -1,4 +1,4 @@
-#include "wandb/legacy_files.h"
+#include "decode/wandb_legacy_files.h"
 
 #include <cmath>
 #include <sstream>
@@ -7,7 +7,7 @@
 #include "base/json.h"
 #include "decode/wandb_value.h"
 
-namespace tw::wandb {
+namespace tw::decode {
 
 namespace {
 
@@ -24,15 +24,15 @@ std::string ScalarJson(const std::string& v) {
   if (v.size() >= 2 && (v.front() == '\'' || v.front() == '"') && v.back() == v.front())
     return JsonQuote(v.substr(1, v.size() - 2));
   double d;
-  if (decode::ParseJsonNumber(v, &d) && std::isfinite(d)) return v;
+  if (ParseJsonNumber(v, &d) && std::isfinite(d)) return v;
   if (v == ".nan" || v == ".NaN") return "NaN";
   if (v == ".inf" || v == ".Inf") return "Infinity";
   if (v == "-.inf" || v == "-.Inf") return "-Infinity";
   return JsonQuote(v);
 }
 
-std::string ToJson(const decode::JsonNode& n) {
-  using T = decode::JsonNode::Type;
+std::string ToJson(const JsonNode& n) {
+  using T = JsonNode::Type;
   switch (n.type) {
     case T::kNull: return "null";
     case T::kBool: return n.number != 0 ? "true" : "false";
@@ -98,9 +98,9 @@ KeyValues ParseConfigYaml(const std::string& text) {
 }
 
 Result<KeyValues> ParseSummaryJson(const std::string& text) {
-  decode::JsonNode root;
-  TW_RETURN_IF_ERROR(decode::ParseJson(text, &root));
-  if (root.type != decode::JsonNode::Type::kObject) return Corrupt("the summary is not a JSON object");
+  JsonNode root;
+  TW_RETURN_IF_ERROR(ParseJson(text, &root));
+  if (root.type != JsonNode::Type::kObject) return Corrupt("the summary is not a JSON object");
   KeyValues out;
   for (const auto& m : root.object) out.emplace_back(m.key, ToJson(m.value));
   return out;
@@ -115,4 +115,4 @@ LegacyFiles ReadLegacyFiles(const std::string& run_dir) {
   return f;
 }
 
-}  // namespace tw::wandb
+}  // namespace tw::decode
