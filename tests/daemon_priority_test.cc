@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/diagnose_worker.h"
 #include "store/store.h"
 #include "support/daemon_process.h"
 #include "support/store_dump.h"
@@ -124,9 +125,10 @@ TEST(DaemonPriority, ALiveRunsNanIsStoredBeforeASlowRuleIsStopped) {
 
 // A live run's NaN interrupts the history slice being examined, instead of waiting for it: one
 // large old run's evaluation can take seconds. Here a user rule takes about 1 s on every old
-// run, so the first history slice (all six) takes about 6 s; the live run's NaN, written once
-// that slice has begun, must be stored before any finding of the history. Only a run's first
-// NaN does that: the run then logs NaN every 300 ms, and the history must still be examined.
+// run, and the history is in the store before the daemon starts, so its first slice (all six
+// runs, every run with data at start) takes about 6 s; the live run's NaN, written once that
+// slice has begun, must be stored before any finding of the history. Only a run's first NaN
+// does that: the run then logs NaN every 300 ms, and the history must still be examined.
 TEST(DaemonPriority, ALiveRunsNanInterruptsTheHistorySliceInProgress) {
   TempDir dir;
   const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
@@ -148,10 +150,12 @@ TEST(DaemonPriority, ALiveRunsNanInterruptsTheHistorySliceInProgress) {
     w.Flush();
     Backdate(path, two_days_ago);
   }
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " ingest --quiet --db " + db + " " + root + " 2>&1", &out), 0)
+      << out;
   testing::DaemonProcess d({"--config", config}, log);
-  // The history read; its first slice has begun (slices follow each other once the writer is idle).
-  ASSERT_TRUE(testing::WaitFor([&] { return testing::QueryInt(db, "SELECT count(*) FROM sources") == kHistory; }, 60s))
-      << d.Log();
+  // The rules loaded: the first slice, the whole history, has begun.
+  ASSERT_TRUE(d.WaitForLog("rules loaded", 60s)) << d.Log();
   std::this_thread::sleep_for(1500ms);
   const double wall0 = static_cast<double>(::time(nullptr)) - 400;
   testing::EventFileWriter live(root + "/zz_live/events.out.tfevents.2.h");
@@ -203,6 +207,41 @@ TEST(DaemonPriority, FindingsThatCouldNotBeStoredAreStoredOnceTheStoreIsFree) {
       << "the finding was lost with the failed slice\n" << d.Log();
   EXPECT_TRUE(d.WaitForLog("diagnosis: works again", 10s)) << d.Log();
   EXPECT_EQ(d.Stop(10s), std::optional<int>(0)) << "no clean exit within 10 s of SIGTERM\n" << d.Log();
+}
+
+// Diagnosis learns what changed from the writer's hand-over (RunsCommitted), not by scanning
+// the store: at start it examines every run with data; later, a run is examined when the
+// writer says it committed it. Here another process writes a sick run into the store behind
+// the worker's back: it is left alone until its id is handed over.
+TEST(DiagnoseWorkerHandOver, RunsAreExaminedWhenTheWriterHandsThemOver) {
+  TempDir dir;
+  const std::string root = dir / "logs", db = dir / "d.db";
+  const double wall0 = static_cast<double>(::time(nullptr)) - 400;
+  const auto ingest = [&] {
+    std::string out;
+    ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " ingest --quiet --db " + db + " " + root + " 2>&1", &out), 0)
+        << out;
+  };
+  WriteSickRun(root + "/first/events.out.tfevents.1.h", wall0);
+  ingest();
+  app::Config config;
+  config.db_path = db;
+  config.rules_interval_ms = 100;
+  app::DiagnoseWorker worker(db);
+  ASSERT_TRUE(worker.Configure(config).ok());
+  worker.Start();
+  EXPECT_TRUE(testing::WaitFor([&] { return FindingOrder(db) == std::vector<std::string>{"first"}; }, 30s))
+      << "the runs in the store at start are examined";
+  WriteSickRun(root + "/second/events.out.tfevents.2.h", wall0);
+  ingest();
+  const int64_t second = testing::QueryInt(db, "SELECT run_id FROM runs WHERE name = 'second'");
+  ASSERT_GT(second, 0);
+  std::this_thread::sleep_for(1500ms);  // several of the worker's turns
+  EXPECT_EQ(FindingOrder(db), std::vector<std::string>{"first"}) << "a run no one handed over was examined";
+  worker.RunsCommitted(second, /*live=*/true);
+  EXPECT_TRUE(testing::WaitFor([&] { return FindingOrder(db).size() == 2; }, 30s));
+  EXPECT_EQ(FindingOrder(db), (std::vector<std::string>{"first", "second"}));
+  worker.Stop();
 }
 
 }  // namespace

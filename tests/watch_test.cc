@@ -94,6 +94,26 @@ TEST(WorkQueue, LiveFilesGoBeforeTheHistoryAndAPromotedFileIsTakenOnce) {
   EXPECT_EQ(q.size(), 0u);
 }
 
+// Drained: nothing queued and nothing in hand. A taken path is in hand until Done(), so the
+// moment between the last Take() and its reader saying it is busy never reads as idle, and a
+// path re-posted before Done() keeps the queue from draining in between.
+TEST(WorkQueue, DrainedOnlyWhenNothingIsQueuedOrInHand) {
+  using app::Lane;
+  app::WorkQueue q;
+  EXPECT_TRUE(q.Drained());
+  q.Post("a", Lane::kHistory);
+  EXPECT_FALSE(q.Drained());
+  ASSERT_TRUE(q.Take(std::chrono::milliseconds(0)));
+  EXPECT_EQ(q.size(), 0u);
+  EXPECT_FALSE(q.Drained()) << "a taken path is still being read";
+  q.Post("a", Lane::kHistory);  // more to read: to the back
+  q.Done();
+  EXPECT_FALSE(q.Drained());
+  ASSERT_TRUE(q.Take(std::chrono::milliseconds(0)));
+  q.Done();
+  EXPECT_TRUE(q.Drained());
+}
+
 TEST(WorkQueue, CloseWakesAWaitingTaker) {
   app::WorkQueue q;
   std::optional<app::WorkQueue::Item> got = app::WorkQueue::Item{"unset"};

@@ -91,12 +91,12 @@ class Daemon {
         progress_timer_(io_),
         notifier_(Notifier::FromEnvironment()),
         worker_(std::move(store), queue_, IngestOptions(cfg_)),
-        diagnoser_(cfg_.db_path, [this] { return worker_.counters().points.load(); }),
+        diagnoser_(cfg_.db_path),
         notifier_thread_(cfg_.db_path) {
     diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
-    diagnoser_.SetLiveRuns([this] { return worker_.TakeLiveRuns(); });
+    worker_.SetOnCommitted([this](int64_t run, bool live) { diagnoser_.RunsCommitted(run, live); });
     worker_.SetOnLiveNonFinite([this](int64_t run) { diagnoser_.PreemptHistory(run); });
-    diagnoser_.SetIngestIdle([this] { return queue_.size() == 0 && worker_.counters().idle.load(); });
+    diagnoser_.SetIngestIdle([this] { return queue_.Drained(); });
     worker_.SetOnFatal([this](const Status& st) { boost::asio::post(io_, [this, st] { OnFatalStoreError(st); }); });
     // What delivery waits on cannot always go into the store (its write lock may be what it
     // waits for): the lock file beside it says it to `trainwatch status`.

@@ -31,8 +31,7 @@ Result<std::unique_ptr<diagnose::Engine>> OpenEngine(const std::string& db, cons
 
 }  // namespace
 
-DiagnoseWorker::DiagnoseWorker(std::string db_path, std::function<int64_t()> points)
-    : db_path_(std::move(db_path)), points_(std::move(points)) {}
+DiagnoseWorker::DiagnoseWorker(std::string db_path) : db_path_(std::move(db_path)) {}
 
 DiagnoseWorker::~DiagnoseWorker() { Stop(); }
 
@@ -55,8 +54,40 @@ void DiagnoseWorker::Start() {
   thread_ = std::thread([this] { Loop(); });
 }
 
+void DiagnoseWorker::RunsCommitted(int64_t run, bool live) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    committed_.insert(run);
+    if (live) committed_live_.insert(run);
+  }
+  inbox_cv_.notify_one();
+}
+
+void DiagnoseWorker::TakeCommitted() {
+  std::set<int64_t> runs, live;
+  {
+    std::unique_lock lock(inbox_mu_);
+    inbox_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stop_ || !committed_.empty(); });
+    runs.swap(committed_);
+    live.swap(committed_live_);
+  }
+  live_.insert(live.begin(), live.end());
+  // Without an engine (rules off, or not loaded yet) there is nothing to examine them with; a
+  // new engine starts from every run anyway.
+  if (engine_) todo_.insert(runs.begin(), runs.end());
+}
+
+bool DiagnoseWorker::InboxEmpty() {
+  std::lock_guard lock(inbox_mu_);
+  return committed_.empty();
+}
+
 void DiagnoseWorker::Stop() {
-  stop_ = true;
+  {
+    std::lock_guard lock(inbox_mu_);  // so that a wait cannot miss it
+    stop_ = true;
+  }
+  inbox_cv_.notify_one();
   {
     std::lock_guard lock(engine_mu_);
     if (engine_) engine_->Cancel();  // a long cycle must not hold up a shutdown
@@ -91,7 +122,6 @@ void DiagnoseWorker::Loop() {
   using Clock = std::chrono::steady_clock;
   Clock::time_point last_live{}, last_history{}, last_all{}, burst_start{};
   Clock::duration last_cost{};
-  int64_t seen_points = -1;
   while (!stop_) {
     std::optional<Pending> next;
     {
@@ -106,7 +136,6 @@ void DiagnoseWorker::Loop() {
       }
       tracker_.reset();
       reported_.clear();  // new rules: their problems are news again
-      seen_points = -1;  // re-examine everything under the new rules
       todo_.clear();
       if (next->engine) {
         Result<std::unique_ptr<diagnose::FindingTracker>> t = diagnose::FindingTracker::Open(db_path_);
@@ -122,36 +151,40 @@ void DiagnoseWorker::Loop() {
           engine_ = std::move(next->engine);
           tracker_ = std::move(*t);
           log::Info("diagnosis: " + std::to_string(engine_->rules().size()) + " rules loaded");
+          examine_all_ = true;
         } else {
           log::Error("diagnosis disabled: " + t.status().message());
         }
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (live_runs_)
-      for (int64_t run : live_runs_()) live_.insert(run);
+    TakeCommitted();
     if (!engine_) continue;
-    const int64_t points = points_();
-    if (points != seen_points) {  // the writer committed: note which runs changed
-      Result<std::vector<int64_t>> changed = engine_->ChangedRuns();
-      if (changed.ok()) {
-        todo_.insert(changed->begin(), changed->end());
-        seen_points = points;
+    if (examine_all_) {
+      // New rules: every run with data is examined under them (the writer hands over only what
+      // changes from now on). The engine's first ChangedRuns() returns them all.
+      Result<std::vector<int64_t>> all = engine_->ChangedRuns();
+      if (all.ok()) {
+        todo_.insert(all->begin(), all->end());
+        examine_all_ = false;
       } else {
-        log::Warning("diagnosis: " + changed.status().message());
+        log::Warning("diagnosis: cannot list the runs to examine (tried again): " + all.status().message());
       }
     }
     const auto now = Clock::now();
-    std::vector<int64_t> slice = NextSlice();
-    const bool live = !slice.empty() && live_.count(slice.front());
     // Live slices are `rules_interval_ms` apart. History slices, while the writer reads (a
     // backfill), at least 5x their own cost apart: a bounded share of the machine. Once it is
-    // idle they follow each other (the thread is niced; live slices still go first).
+    // idle they follow each other (the thread is niced; live slices, when due, still go first).
     const auto interval = std::chrono::milliseconds(config_.rules_interval_ms);
+    // A live run's first NaN (PreemptHistory) makes its turn due at once.
+    bool alarm;
+    {
+      std::lock_guard lock(engine_mu_);
+      alarm = live_alarm_;
+    }
+    std::vector<int64_t> slice = NextSlice(alarm || now - last_live >= interval);
+    const bool live = !slice.empty() && live_.count(slice.front());  // then due by now
     const bool reading = ingest_idle_ && !ingest_idle_();
-    const auto gap = live      ? Clock::duration(interval)
-                     : reading ? std::max<Clock::duration>(interval, 5 * last_cost)
-                               : Clock::duration::zero();
+    const auto gap = !live && reading ? std::max<Clock::duration>(interval, 5 * last_cost) : Clock::duration::zero();
     const bool due = !slice.empty() && now - (live ? last_live : last_history) >= gap && now >= retry_at_;
     // A live run's NaN waits for no history slice: poll again, to take the live run first.
     const bool history = due && !live;
@@ -185,7 +218,7 @@ void DiagnoseWorker::Loop() {
     }
     // History examined, nothing left to examine nor to read: say so once, and hand the
     // burst's high-water mark in this thread's malloc arena back so RSS does not keep it.
-    if (history_examined_ > 0 && todo_.empty() && (!ingest_idle_ || ingest_idle_())) {
+    if (history_examined_ > 0 && todo_.empty() && InboxEmpty() && (!ingest_idle_ || ingest_idle_())) {
       log::Info("diagnosis: caught up; " + std::to_string(history_examined_) + " runs examined in " +
                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - burst_start).count()) +
                 " s");
@@ -218,14 +251,17 @@ void DiagnoseWorker::EndHistorySlice() {
   if (engine_) engine_->ClearInterrupt();
 }
 
-std::vector<int64_t> DiagnoseWorker::NextSlice() const {
+std::vector<int64_t> DiagnoseWorker::NextSlice(bool live_due) const {
   std::vector<int64_t> slice;
-  for (int64_t run : todo_)
-    if (live_.count(run) && slice.size() < slice_runs_) slice.push_back(run);
-  if (!slice.empty()) return slice;
-  // The history newest first: a later run id is a run seen later.
+  if (live_due) {
+    for (int64_t run : todo_)
+      if (live_.count(run) && slice.size() < slice_runs_) slice.push_back(run);
+    if (!slice.empty()) return slice;
+  }
+  // The history newest first (a later run id is a run seen later); a live run waits for its
+  // own turn, and does not hold the history back until then.
   for (auto it = todo_.rbegin(); it != todo_.rend() && slice.size() < slice_runs_; ++it)
-    slice.push_back(*it);
+    if (!live_.count(*it)) slice.push_back(*it);
   return slice;
 }
 

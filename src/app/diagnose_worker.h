@@ -1,7 +1,8 @@
 // The diagnosis thread: owns the diagnosis engine (a read-only connection) and the finding
-// tracker (a read-write connection that writes only the findings tables). It wakes a few times
-// a second; when the writer has committed new points it notes which runs changed, and examines
-// them in slices of about half a second each, whose findings are stored (and their
+// tracker (a read-write connection that writes only the findings tables). The writer hands it
+// the ids of the runs it committed (RunsCommitted), which wakes it; it also wakes a few times a
+// second for its timers. It examines the runs handed to it (every run with data, after a start
+// or a reload of the rules) in slices of about half a second each, whose findings are stored (and their
 // notifications queued) before the next slice starts. Live runs (a file read from the writer's
 // live lane) go first, at most every `rules_interval_ms`; the history (a backfill of old runs)
 // goes newest first, its slices at least 5x their own cost apart while the writer is still
@@ -13,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,8 +32,7 @@ namespace tw::app {
 
 class DiagnoseWorker {
  public:
-  // `points` reads the writer's running count of committed points (thread-safe).
-  DiagnoseWorker(std::string db_path, std::function<int64_t()> points);
+  explicit DiagnoseWorker(std::string db_path);
   ~DiagnoseWorker();
 
   // Loads the rules; a config error in [rules] is returned (the daemon refuses to start),
@@ -40,9 +41,9 @@ class DiagnoseWorker {
   // Called on the diagnosis thread after a cycle queued notifications (to wake the delivery
   // thread). Before Start().
   void SetOnQueued(std::function<void()> f) { on_queued_ = std::move(f); }
-  // Called on the diagnosis thread for the runs read from the live lane since the last call
-  // (thread-safe on the writer's side: IngestWorker::TakeLiveRuns). Before Start().
-  void SetLiveRuns(std::function<std::vector<int64_t>()> f) { live_runs_ = std::move(f); }
+  // Thread-safe (the writer calls it after each commit): run `run` changed, from a file of the
+  // live lane when `live`; it is examined at the next turn, before the history when live.
+  void RunsCommitted(int64_t run, bool live);
   // Called on the diagnosis thread: whether the writer has nothing queued (thread-safe on its
   // side), so "caught up" is said when the history is both read and examined. Before Start().
   void SetIngestIdle(std::function<bool()> f) { ingest_idle_ = std::move(f); }
@@ -59,9 +60,9 @@ class DiagnoseWorker {
   void Loop();
   void LowerPriority();  // this thread's CPU priority, below ingest's
   void Trouble(const std::string& what);  // a slice failed: log once per condition, back off
-  // The next runs to examine: live ones first, else the newest of the history; at most
-  // `slice_runs_`.
-  std::vector<int64_t> NextSlice() const;
+  // The next runs to examine: live ones first when their turn is due (`live_due`), else the
+  // newest of the history; at most `slice_runs_`.
+  std::vector<int64_t> NextSlice(bool live_due) const;
   // Examines `runs` (and the scope-all rules when `scope_all`; only the critical rules when
   // `critical_only`); stores the findings; false if the engine failed.
   bool Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only = false);
@@ -69,14 +70,23 @@ class DiagnoseWorker {
   bool BeginHistorySlice();
   void EndHistorySlice();
 
+  // Waits up to the thread's tick for RunsCommitted() or Stop(), then moves what the writer
+  // handed over into todo_ and live_.
+  void TakeCommitted();
+  bool InboxEmpty();  // nothing handed over since TakeCommitted()
+
   std::string db_path_;
-  std::function<int64_t()> points_;
   std::function<void()> on_queued_;
-  std::function<std::vector<int64_t>()> live_runs_;
   std::function<bool()> ingest_idle_;
+  // The writer's hand-over, guarded by inbox_mu_: runs committed since the diagnosis thread
+  // last took them, and those among them read from the live lane; inbox_cv_ wakes that thread.
+  std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;
+  std::set<int64_t> committed_, committed_live_;
   // Diagnosis thread only: runs changed and not examined since, the runs ever read live, and
   // how many runs a slice takes (adapted so a slice costs about kSliceSeconds).
   std::set<int64_t> todo_, live_;
+  bool examine_all_ = false;  // new rules: every run with data is to be examined
   size_t slice_runs_ = 8;
   int64_t history_examined_ = 0;
   // Why the last slice failed (the engine, or storing its findings), while that lasts, and when

@@ -58,13 +58,6 @@ void IngestWorker::RetryFailed() {
   for (const auto& f : failed) queue_.Post(f.path, f.lane);
 }
 
-std::vector<int64_t> IngestWorker::TakeLiveRuns() {
-  std::lock_guard lock(mu_);
-  std::vector<int64_t> runs;
-  runs.swap(live_runs_);
-  return runs;
-}
-
 void IngestWorker::Beat() {
   counters_.heartbeat_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now().time_since_epoch())
@@ -145,6 +138,9 @@ void IngestWorker::Run() {
       continue;
     }
     worked_since_trim_ = true;
+    // Done when this turn ends, however it ends: after a re-post of the path, so the queue is
+    // never drained in between.
+    const std::unique_ptr<WorkQueue, void (*)(WorkQueue*)> in_hand(&queue_, [](WorkQueue* q) { q->Done(); });
     const std::string& path = item->path;
     const std::string dir = sources::RunDirOf(path);
     if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != path) {
@@ -220,8 +216,12 @@ Status IngestWorker::MarkGone(const std::string& path) {
     st = store_->InsertRunEvent(row.run_id, row.source_id, row.committed_offset, "file_gone",
                                 std::nullopt, 0, "the file was deleted or moved away");
   if (st.ok()) st = store_->Commit();
-  if (!st.ok()) store_->Rollback();
+  if (!st.ok()) {
+    store_->Rollback();
+    return st;
+  }
   log::Info("file gone (its points are kept): " + path);
+  if (on_committed_) on_committed_(row.run_id, false);
   return st;
 }
 
@@ -249,13 +249,12 @@ Status IngestWorker::Process(const WorkQueue::Item& item, bool* more) {
   TW_RETURN_IF_ERROR(
       ingester_.IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
   if (totals.files_read > 0 || totals.errors > 0) StoreWorked();  // it committed
-  if (item.lane == Lane::kLive && totals.files_read > 0) {
-    {
-      std::lock_guard lock(mu_);
-      live_runs_.push_back(run->run_id());
-    }
-    if (totals.non_finite > 0 && on_live_non_finite_) on_live_non_finite_(run->run_id());
-  }
+  // Committed something diagnosis can see: new bytes read (points, or records that were not),
+  // or damage recorded.
+  const bool live = item.lane == Lane::kLive;
+  if ((totals.files_read > 0 || totals.errors > 0) && on_committed_) on_committed_(run->run_id(), live);
+  if (live && totals.files_read > 0 && totals.non_finite > 0 && on_live_non_finite_)
+    on_live_non_finite_(run->run_id());
   counters_.files_read += totals.files_read;
   counters_.points += totals.points();
   counters_.errors += totals.errors;

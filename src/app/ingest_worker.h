@@ -37,17 +37,19 @@ class IngestWorker {
   void SetState(const std::string& key, const std::string& value);
   // Thread-safe: re-posts files whose last read failed (the store was full, say).
   void RetryFailed();
-  // Thread-safe: the runs with a file read from the live lane since the last call, so that
-  // diagnosis can look at them before the history.
-  std::vector<int64_t> TakeLiveRuns();
   // Thread-safe: asks Run() to stop at the next commit point.
   void RequestStop() { stop_ = true; }
   // Called once, on the writer thread, when the store can no longer be written at all (it is
   // corrupt, or read-only): retrying every file at every rescan would only fill the log.
   // Run() returns after it. Set before Run().
   void SetOnFatal(std::function<void(const Status&)> f) { on_fatal_ = std::move(f); }
+  // Called on the writer thread after each commit that changed what the store holds for run
+  // `run` (points, damage, a restart, a file gone), with whether the file came from the live
+  // lane, so that diagnosis examines exactly the runs that changed, live ones first, without
+  // polling the store for them. Set before Run().
+  void SetOnCommitted(std::function<void(int64_t run, bool live)> f) { on_committed_ = std::move(f); }
   // Called on the writer thread after a file of the live lane committed a non-finite value
-  // (its run, passed, is already in TakeLiveRuns): a NaN must not wait for the history's
+  // (after on_committed for the same commit): a NaN must not wait for the history's
   // diagnosis. Set before Run().
   void SetOnLiveNonFinite(std::function<void(int64_t run)> f) { on_live_non_finite_ = std::move(f); }
 
@@ -62,6 +64,7 @@ class IngestWorker {
 
  private:
   Status Process(const WorkQueue::Item& item, bool* more);
+  std::function<void(int64_t run, bool live)> on_committed_;
   std::function<void(int64_t run)> on_live_non_finite_;
   // Store failures are logged once per condition: when one starts, when it changes, and
   // when writes work again; not once per file per rescan while a disk stays full.
@@ -103,7 +106,6 @@ class IngestWorker {
   std::vector<std::string> roots_;
   std::map<std::string, std::string> pending_state_;
   std::vector<WorkQueue::Item> failed_;
-  std::vector<int64_t> live_runs_;
 };
 
 }  // namespace tw::app

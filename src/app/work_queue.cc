@@ -29,10 +29,21 @@ std::optional<WorkQueue::Item> WorkQueue::Take(std::chrono::milliseconds timeout
       auto it = queued_.find(p);
       if (it == queued_.end() || it->second != lane) continue;  // stale: promoted to live
       queued_.erase(it);
+      ++in_hand_;
       return Item{std::move(p), lane};
     }
   }
   return std::nullopt;
+}
+
+void WorkQueue::Done() {
+  std::lock_guard lock(mu_);
+  if (in_hand_ > 0) --in_hand_;
+}
+
+bool WorkQueue::Drained() const {
+  std::lock_guard lock(mu_);
+  return queued_.empty() && in_hand_ == 0;
 }
 
 bool WorkQueue::closed() const {

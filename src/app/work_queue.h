@@ -28,8 +28,15 @@ class WorkQueue {
   // Returns false if the path was already queued. Posting a path queued in kHistory to kLive
   // moves it to the back of kLive (it is being written now); the other way round is a no-op.
   bool Post(const std::string& path, Lane lane);
-  // Waits up to `timeout` for a path; nullopt when none came or the queue is closed.
+  // Waits up to `timeout` for a path; nullopt when none came or the queue is closed. A path
+  // taken counts as in hand until Done().
   std::optional<Item> Take(std::chrono::milliseconds timeout);
+  // The taker is through with a path Take() gave it (a re-post of it, if any, already made).
+  void Done();
+  // Nothing queued and nothing in hand: every path posted so far has been read. (The queue's
+  // size and a taker's own "waiting" flag cannot say it together: between Take() returning the
+  // last path and the taker saying it is busy, both would read idle.)
+  bool Drained() const;
   void Close();
   bool closed() const;
   size_t size() const;
@@ -44,6 +51,7 @@ class WorkQueue {
   // Each queued path and its lane. A path moved to kLive leaves a stale copy in history_,
   // skipped when it comes up (cheaper than erasing from the middle of a deque).
   std::unordered_map<std::string, Lane> queued_;
+  size_t in_hand_ = 0;  // taken and not Done()
   bool closed_ = false;
 };
 
