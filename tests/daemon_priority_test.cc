@@ -37,6 +37,14 @@ void WriteSickRun(const std::string& path, double wall0) {
   w.Flush();
 }
 
+// `trainwatch ingest` of `root` into `db`, as another process (no daemon running on it, or one
+// that is not told).
+void IngestOnce(const std::string& db, const std::string& root) {
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " ingest --quiet --db " + db + " " + root + " 2>&1", &out), 0)
+      << out;
+}
+
 // The runs with a non_finite_loss finding, in the order the findings were first stored.
 std::vector<std::string> FindingOrder(const std::string& db) {
   std::vector<std::string> out;
@@ -150,9 +158,7 @@ TEST(DaemonPriority, ALiveRunsNanInterruptsTheHistorySliceInProgress) {
     w.Flush();
     Backdate(path, two_days_ago);
   }
-  std::string out;
-  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " ingest --quiet --db " + db + " " + root + " 2>&1", &out), 0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(IngestOnce(db, root));
   testing::DaemonProcess d({"--config", config}, log);
   // The rules loaded: the first slice, the whole history, has begun.
   ASSERT_TRUE(d.WaitForLog("rules loaded", 60s)) << d.Log();
@@ -192,9 +198,7 @@ TEST(DaemonPriority, FindingsThatCouldNotBeStoredAreStoredOnceTheStoreIsFree) {
   TempDir dir;
   const std::string root = dir / "logs", db = dir / "daemon.db", log = dir / "daemon.log";
   WriteSickRun(root + "/sick/events.out.tfevents.1.h", static_cast<double>(::time(nullptr)) - 400);
-  std::string out;
-  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " ingest --quiet --db " + db + " " + root + " 2>&1", &out), 0)
-      << out;
+  ASSERT_NO_FATAL_FAILURE(IngestOnce(db, root));
   auto holder = store::Db::Open(db, store::Db::Mode::kReadWrite);
   ASSERT_TRUE(holder.ok()) << holder.status().ToString();
   ASSERT_TRUE((*holder)->Exec("BEGIN EXCLUSIVE").ok());
@@ -217,13 +221,8 @@ TEST(DiagnoseWorkerHandOver, RunsAreExaminedWhenTheWriterHandsThemOver) {
   TempDir dir;
   const std::string root = dir / "logs", db = dir / "d.db";
   const double wall0 = static_cast<double>(::time(nullptr)) - 400;
-  const auto ingest = [&] {
-    std::string out;
-    ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " ingest --quiet --db " + db + " " + root + " 2>&1", &out), 0)
-        << out;
-  };
   WriteSickRun(root + "/first/events.out.tfevents.1.h", wall0);
-  ingest();
+  ASSERT_NO_FATAL_FAILURE(IngestOnce(db, root));
   app::Config config;
   config.db_path = db;
   config.rules_interval_ms = 100;
@@ -233,7 +232,7 @@ TEST(DiagnoseWorkerHandOver, RunsAreExaminedWhenTheWriterHandsThemOver) {
   EXPECT_TRUE(testing::WaitFor([&] { return FindingOrder(db) == std::vector<std::string>{"first"}; }, 30s))
       << "the runs in the store at start are examined";
   WriteSickRun(root + "/second/events.out.tfevents.2.h", wall0);
-  ingest();
+  ASSERT_NO_FATAL_FAILURE(IngestOnce(db, root));
   const int64_t second = testing::QueryInt(db, "SELECT run_id FROM runs WHERE name = 'second'");
   ASSERT_GT(second, 0);
   std::this_thread::sleep_for(1500ms);  // several of the worker's turns

@@ -3,6 +3,7 @@
 // #include "x/..." in a file under SRC/folder must name an allowed folder, and every folder
 // must be in the table (a new one has to be given its place). Prints each offence as
 // "src/file:line: ..." and exits 1; on success touches STAMP, if given, and exits 0.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

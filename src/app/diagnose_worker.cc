@@ -157,6 +157,10 @@ void DiagnoseWorker::Loop() {
         }
       }
     }
+    // A live run's first NaN (PreemptHistory) makes its turn due at once. Read before the
+    // hand-over is taken: the writer hands the run over before it raises the alarm, so an alarm
+    // read here has its run in todo_ below, unless a slice has already examined it.
+    const bool alarm = LiveAlarm();
     TakeCommitted();
     if (!engine_) continue;
     if (examine_all_) {
@@ -175,14 +179,9 @@ void DiagnoseWorker::Loop() {
     // backfill), at least 5x their own cost apart: a bounded share of the machine. Once it is
     // idle they follow each other (the thread is niced; live slices, when due, still go first).
     const auto interval = std::chrono::milliseconds(config_.rules_interval_ms);
-    // A live run's first NaN (PreemptHistory) makes its turn due at once.
-    bool alarm;
-    {
-      std::lock_guard lock(engine_mu_);
-      alarm = live_alarm_;
-    }
     std::vector<int64_t> slice = NextSlice(alarm || now - last_live >= interval);
     const bool live = !slice.empty() && live_.count(slice.front());  // then due by now
+    if (alarm && !live) SetLiveAlarm(false);  // its run was examined already: the alarm is answered
     const bool reading = ingest_idle_ && !ingest_idle_();
     const auto gap = !live && reading ? std::max<Clock::duration>(interval, 5 * last_cost) : Clock::duration::zero();
     const bool due = !slice.empty() && now - (live ? last_live : last_history) >= gap && now >= retry_at_;
@@ -198,10 +197,7 @@ void DiagnoseWorker::Loop() {
     // the full pass may meet a slow rule (one that goes over its time limit costs that limit
     // once before it is benched), which must not hold the alarm back.
     // (When that pass fails, the store or the engine is in trouble: the full one waits too.)
-    if (live && due) {
-      std::lock_guard lock(engine_mu_);
-      live_alarm_ = false;  // this slice answers it
-    }
+    if (live && due) SetLiveAlarm(false);  // this slice answers it
     const bool ok = (!live || Examine(slice, false, /*critical_only=*/true)) && Examine(slice, all);
     if (history) EndHistorySlice();
     if (ok) for (int64_t run : slice) todo_.erase(run);  // else tried again after the gap
@@ -235,12 +231,19 @@ void DiagnoseWorker::PreemptHistory(int64_t run) {
   if (history_running_ && engine_) engine_->Interrupt();
 }
 
+bool DiagnoseWorker::LiveAlarm() {
+  std::lock_guard lock(engine_mu_);
+  return live_alarm_;
+}
+
+void DiagnoseWorker::SetLiveAlarm(bool on) {
+  std::lock_guard lock(engine_mu_);
+  live_alarm_ = on;
+}
+
 bool DiagnoseWorker::BeginHistorySlice() {
   std::lock_guard lock(engine_mu_);
-  if (live_alarm_) {
-    live_alarm_ = false;  // once: the next turn takes the live run, if it has one
-    return false;
-  }
+  if (live_alarm_) return false;  // raised since the turn began: the next turn takes the live run
   history_running_ = true;
   return true;
 }

@@ -66,6 +66,9 @@ class DiagnoseWorker {
   // Examines `runs` (and the scope-all rules when `scope_all`; only the critical rules when
   // `critical_only`); stores the findings; false if the engine failed.
   bool Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only = false);
+  // PreemptHistory's alarm (under engine_mu_): raised by the writer, answered by a live slice.
+  bool LiveAlarm();
+  void SetLiveAlarm(bool on);
   // Around a history slice: false (and nothing begun) when a live run's alarm is waiting.
   bool BeginHistorySlice();
   void EndHistorySlice();

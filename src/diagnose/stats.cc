@@ -432,23 +432,27 @@ std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double 
   if (k < 1 || y.size() < 2 * k + 3) return out;
   const double sd = NoiseSd(y);
   if (!(sd > 0) || !std::isfinite(sd)) return out;
-  // Each judged point's sides, once: the medians of the k points before and after it, and
-  // their lowest points (the lower envelope, for frequent rises: see below).
+  // Each point's sides, once: the medians of the k points before and after it (judged points
+  // only), and the lowest point of each side, of as many points as it has (-inf for none).
+  constexpr double kNone = -std::numeric_limits<double>::infinity();
   std::vector<double> before(y.size(), NAN), after(y.size(), NAN);
-  std::vector<double> low_before(y.size(), NAN), low_after(y.size(), NAN);
-  for (size_t i = k; i + k < y.size(); ++i) {
-    before[i] = Median(y.subspan(i - k, k));
-    after[i] = Median(y.subspan(i + 1, k));
-    low_before[i] = *std::min_element(y.begin() + (i - k), y.begin() + i);
-    low_after[i] = *std::min_element(y.begin() + (i + 1), y.begin() + (i + 1 + k));
+  std::vector<double> low_before(y.size(), kNone), low_after(y.size(), kNone);
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (i >= k && i + k < y.size()) {
+      before[i] = Median(y.subspan(i - k, k));
+      after[i] = Median(y.subspan(i + 1, k));
+    }
+    const size_t lo = i >= k ? i - k : 0, hi = std::min(y.size(), i + k + 1);
+    if (lo < i) low_before[i] = *std::min_element(y.begin() + lo, y.begin() + i);
+    if (i + 1 < hi) low_after[i] = *std::min_element(y.begin() + (i + 1), y.begin() + hi);
   }
-  // Rises of frequent_min_rise or more are measured from the lower envelope: a jump that
-  // takes a point or two to come back (BatchNorm's running statistics, Adam's moments) lifts
-  // the median of its own far side and of the next jump's near side, and jumps that recur
-  // every third point would hide in each other's medians.
-  auto envelope_rise = [&](size_t i) { return y[i] - std::max(low_before[i], low_after[i]); };
+  // Rises of frequent_min_rise or more are measured from the lower envelope (the higher of
+  // the sides' lowest points): a jump that takes a point or two to come back (BatchNorm's
+  // running statistics, Adam's moments) lifts the median of its own far side and of the next
+  // jump's near side, and jumps that recur every third point would hide in each other's medians.
+  auto envelope = [&](size_t i) { return std::max(low_before[i], low_after[i]); };
   // Those are judged against the noise of the points not raised at all (not min_rise above
-  // the envelope of what sides they have: the first and last k points too, since a jump
+  // their envelope: the first and last k points too, on the sides they have, since a jump
   // there would spoil the estimate as much): when they recur (a bad shard every fourth batch)
   // each spoils three second differences, and the MAD of those reads the spikes as noise.
   // Only large rises are judged so: heavy-tailed minibatch noise would lose its own tail the
@@ -461,20 +465,15 @@ std::vector<LocalSpike> LocalSpikes(std::span<const double> y, size_t k, double 
   if (frequent_judged) {
     std::vector<double> quiet;
     quiet.reserve(y.size());
-    for (size_t i = 0; i < y.size(); ++i) {
-      const size_t lo = i >= k ? i - k : 0, hi = std::min(y.size(), i + k + 1);
-      double level = -std::numeric_limits<double>::infinity();
-      if (lo < i) level = *std::min_element(y.begin() + lo, y.begin() + i);
-      if (i + 1 < hi) level = std::max(level, *std::min_element(y.begin() + (i + 1), y.begin() + hi));
-      if (y[i] - level < min_rise) quiet.push_back(y[i]);
-    }
+    for (size_t i = 0; i < y.size(); ++i)
+      if (y[i] - envelope(i) < min_rise) quiet.push_back(y[i]);
     const double q = quiet.size() >= 5 && 3 * quiet.size() >= y.size() ? NoiseSd(quiet) : NAN;
     frequent_judged = q > 0 && q < 0.5 * sd;
     if (frequent_judged) quiet_sd = q;
   }
   for (size_t i = k; i + k < y.size(); ++i) {
-    const bool frequent = frequent_judged && envelope_rise(i) >= frequent_min_rise;
-    const double level = frequent ? std::max(low_before[i], low_after[i]) : std::max(before[i], after[i]);
+    const bool frequent = frequent_judged && y[i] - envelope(i) >= frequent_min_rise;
+    const double level = frequent ? envelope(i) : std::max(before[i], after[i]);
     const double rise = y[i] - level, noise = frequent ? quiet_sd : sd;
     const double zi = rise / noise;
     if (!(zi > z) || rise < min_rise) continue;

@@ -661,8 +661,7 @@ Status FileIngester::ProcessValue(RunState& run, Batch& b, const decode::Summary
       if (c.kind == Kind::kScalar) {
         TW_RETURN_IF_ERROR(store_.InsertScalar(*series, step, b.source.source_id, offset, vidx,
                                                wall, c.scalar));
-        b.totals.scalars++;
-        if (!std::isfinite(c.scalar)) b.totals.non_finite++;
+        b.totals.CountScalar(c.scalar);
       } else if (c.kind == Kind::kHistogram) {
         TW_RETURN_IF_ERROR(store_.InsertHistogram(*series, step, b.source.source_id, offset, vidx,
                                                   wall, c.histogram));

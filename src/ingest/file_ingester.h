@@ -4,6 +4,7 @@
 // run are read in order against one state. Single-threaded: the owner of the Store calls it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <atomic>
 #include <functional>
@@ -43,6 +44,11 @@ struct Totals {
   int64_t restarts = 0;
 
   void Add(const Totals& o);
+  // One scalar stored: counted, and among the non-finite ones when it is.
+  void CountScalar(double value) {
+    ++scalars;
+    non_finite += !std::isfinite(value);
+  }
   int64_t points() const { return scalars + histograms + texts; }
 };
 

@@ -325,8 +325,7 @@ Status FileIngester::WandbPoint(RunState& run, Batch& b, const std::string& name
   }
   if (kind == Kind::kScalar) {
     TW_RETURN_IF_ERROR(store_.InsertScalar(*series, step, b.source.source_id, offset, vidx, wall, value));
-    b.totals.scalars++;
-    if (!std::isfinite(value)) b.totals.non_finite++;
+    b.totals.CountScalar(value);
   } else {
     TW_RETURN_IF_ERROR(store_.InsertHistogram(*series, step, b.source.source_id, offset, vidx, wall, *h));
     b.totals.histograms++;
