@@ -13,11 +13,11 @@
 
 #include "decode/wandb_value.h"
 #include "fuzz_util.h"
-#include "wandb/jsonl_reader.h"
+#include "read/lines.h"
 
 namespace {
 
-using tw::wandb::jsonl::LineReader;
+using tw::read::LineReader;
 using Lines = std::vector<std::pair<uint64_t, std::string>>;
 
 // What a reader must return for `bytes`: each newline-terminated, non-empty line.

@@ -147,8 +147,8 @@ ReadOut ReadWith(const std::string& path, uint64_t offset, ScanState state = {},
   EXPECT_TRUE(r.status().ok()) << r.status().ToString();
   out.position = r.position();
   out.state = r.state();
-  out.origin = r.origin();
-  out.version = r.version();
+  out.origin = r.options().origin;
+  out.version = r.options().version;
   if (check_size && !r.rejected()) {
     // Never past the file's end: a caller commits it as the offset to read on from.
     EXPECT_LE(out.position, std::max<uint64_t>(fs::file_size(path), offset)) << path;
@@ -689,7 +689,7 @@ TEST(WandbFileReader, ARecordOverTheCapIsDroppedAndReadingGoesOn) {
   w.Add("after");
   const std::string path = dir / "run.wandb";
   WriteFile(path, w.bytes());
-  FileReader r(path, 0, {}, 16 << 10, kCap);
+  FileReader r(path, 0, {}, 16 << 10, LogOptions{.max_record = kCap});
   ASSERT_TRUE(r.Open().ok());
   std::vector<std::string> records;
   std::vector<ProblemKind> problems;

@@ -9,14 +9,13 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <type_traits>
 
 #include "base/crc32c.h"
 #include "base/file_io.h"
 #include "base/source_names.h"
 #include "ingest/batch.h"
 #include "tfrecord/reader.h"
-#include "wandb/jsonl_reader.h"
+#include "read/lines.h"
 #include "wandb/log_reader.h"
 
 namespace tw::ingest {
@@ -314,8 +313,14 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   }
   b.source.status = "active";
 
-  const tfrecord::ScanState scan{b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
-                                 false};
+  const read::ScanState scan{b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
+                             false};
+  const auto offset = static_cast<uint64_t>(b.source.committed_offset);
+  // Reads with `Reader` from the committed offset, what was opened and checked above.
+  auto read_with = [&]<typename Reader>(Reader& reader, const RecordHandler& handler) {
+    if (file.ok()) reader.Adopt(file->Dup());
+    return ReadRecords(run, b, reader, handler, path, size, head, totals, progress, more);
+  };
   if (sources::IsWandbLog(path) || sources::IsWandbJsonl(path)) {
     if (b.source.committed_offset == 0) {  // even an empty log makes its directory a W&B run
       store::RunInfo info;
@@ -324,23 +329,18 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     }
   }
   if (sources::IsWandbJsonl(path)) {
-    wandb::jsonl::LineReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
-                                    {scan.resyncing, scan.resync_from});
-    if (file.ok()) reader.Adopt(file->Dup());
-    TW_RETURN_IF_ERROR(ReadRecords(run, b, reader, path, size, head, totals, progress, more));
+    read::LineReader reader(path, offset, scan);
+    TW_RETURN_IF_ERROR(read_with(reader, RecordHandler{&FileIngester::ProcessWandbLine, true}));
     // The run's config.yaml and wandb-summary.json are rewritten whole, not appended to:
     // read whenever the history grows.
     return path.ends_with("wandb-history.jsonl") ? LoadLegacySideFiles(run, path) : Status::Ok();
   }
   if (sources::IsWandbLog(path)) {
-    wandb::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset),
-                             {scan.resyncing, scan.resync_from});
-    if (file.ok()) reader.Adopt(file->Dup());
-    return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
+    wandb::FileReader reader(path, offset, scan);
+    return read_with(reader, RecordHandler{&FileIngester::ProcessWandbRecord, true});
   }
-  tfrecord::FileReader reader(path, static_cast<uint64_t>(b.source.committed_offset), scan);
-  if (file.ok()) reader.Adopt(file->Dup());
-  return ReadRecords(run, b, reader, path, size, head, totals, progress, more);
+  tfrecord::FileReader reader(path, offset, scan);
+  return read_with(reader, RecordHandler{&FileIngester::ProcessRecord, false});
 }
 
 Status FileIngester::Refuse(RunState& run, const std::string& path, std::string_view kind,
@@ -394,16 +394,11 @@ Status FileIngester::Refuse(RunState& run, const std::string& path, std::string_
   return Status::Ok();
 }
 
-namespace {
-bool Rejects(tfrecord::ProblemKind k) { return k == tfrecord::ProblemKind::kNotTfRecord; }
-bool Rejects(wandb::ProblemKind k) { return k == wandb::ProblemKind::kNotWandb; }
-bool Rejects(wandb::jsonl::ProblemKind) { return false; }
-}  // namespace
-
 // Reads records from the committed offset to the end and commits as it goes. The store's
 // transaction is open on entry; on return it is committed, or rolled back on failure.
 template <typename Reader>
-Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const std::string& path,
+Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader,
+                                 const RecordHandler& handler, const std::string& path,
                                  int64_t size, const std::string& head, Totals* totals,
                                  const ProgressFn& progress, bool* more) {
   auto fail = [&](Status s) {
@@ -432,11 +427,9 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
     b.source.size_seen = std::max<int64_t>(size, b.source.committed_offset);
     if (head.size() > b.source.head.size()) b.source.head = head;  // the file has grown
     b.source.tail_crc = TailCrc(b.fd, b.source.committed_offset);
-    if constexpr (!std::is_same_v<Reader, tfrecord::FileReader>) {
-      if (run.wandb_has_step_) {  // the resume state, committed with the offset
-        b.source.wandb_step = run.wandb_step_;
-        b.source.wandb_wall = run.wandb_wall_;
-      }
+    if (handler.wandb_resume && run.wandb_has_step_) {  // committed with the offset
+      b.source.wandb_step = run.wandb_step_;
+      b.source.wandb_wall = run.wandb_wall_;
     }
   };
   auto commit = [&]() -> Status {
@@ -458,13 +451,8 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
   for (bool reading = true; reading;) {
     switch (reader.Next()) {
       case Reader::Step::kRecord: {
-        Status s;
-        if constexpr (std::is_same_v<Reader, wandb::FileReader>)
-          s = ProcessWandbRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
-        else if constexpr (std::is_same_v<Reader, wandb::jsonl::LineReader>)
-          s = ProcessWandbLine(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
-        else
-          s = ProcessRecord(run, b, reader.record(), static_cast<int64_t>(reader.record_offset()));
+        Status s = (this->*handler.record)(run, b, reader.record(),
+                                            static_cast<int64_t>(reader.record_offset()));
         if (!s.ok()) return fail(s);
         b.totals.records++;
         b.source.records++;
@@ -472,7 +460,7 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
       }
       case Reader::Step::kProblem: {
         const auto& p = reader.problem();
-        if (Rejects(p.kind)) {
+        if (read::RejectsFile(p.kind)) {
           b.source.status = "rejected";
           b.totals.files_rejected++;
         }
@@ -480,7 +468,7 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader, const 
         b.source.error_count++;
         Status s = store_.InsertError(b.source.source_id, path, static_cast<int64_t>(p.offset),
                                       static_cast<int64_t>(p.length),
-                                      ProblemKindName(p.kind), p.detail);
+                                      read::ProblemKindName(p.kind), p.detail);
         if (!s.ok()) return fail(s);
         break;
       }

@@ -134,8 +134,15 @@ class FileIngester {
 
  private:
   class Batch;
+  // How one format's records are handled: the one place a format plugs into ReadRecords.
+  struct RecordHandler {
+    Status (FileIngester::*record)(RunState& run, Batch& b, std::string_view record,
+                                   int64_t offset);
+    bool wandb_resume;  // the run's W&B step and wall time are committed with the offset
+  };
   template <typename Reader>
-  Status ReadRecords(RunState& run, Batch& b, Reader& reader, const std::string& path,
+  Status ReadRecords(RunState& run, Batch& b, Reader& reader, const RecordHandler& handler,
+                     const std::string& path,
                      int64_t size, const std::string& head, Totals* totals,
                      const ProgressFn& progress, bool* more);
   Status Refuse(RunState& run, const std::string& path, std::string_view kind,

@@ -1,30 +1,15 @@
 #include "tfrecord/reader.h"
 
-#include "base/file_io.h"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 #include "base/crc32c.h"
+#include "read/bytes.h"
 
 namespace tw::tfrecord {
 namespace {
 
-uint64_t LoadU64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;  // little-endian hosts only (x86-64, arm64)
-}
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
+using read::LoadU32;
+using read::LoadU64;
 
 bool HeaderValid(const char* p) {
   return crc32c::Mask(crc32c::Value(p, 8)) == LoadU32(p + 8) && LoadU64(p) <= kMaxRecordLength;
@@ -40,17 +25,6 @@ bool LooksLikeText(std::string_view head) {
 }
 
 }  // namespace
-
-const char* ProblemKindName(ProblemKind kind) {
-  switch (kind) {
-    case ProblemKind::kBadLengthCrc: return "bad_length_crc";
-    case ProblemKind::kImplausibleLength: return "implausible_length";
-    case ProblemKind::kBadDataCrc: return "bad_data_crc";
-    case ProblemKind::kResynced: return "resynced";
-    case ProblemKind::kNotTfRecord: return "not_tfrecord";
-  }
-  return "unknown";
-}
 
 Scanner::Step Scanner::Fail(ProblemKind kind, uint64_t length, std::string detail) {
   problem_ = Problem{kind, base_ + pos_, length, std::move(detail)};
@@ -140,81 +114,6 @@ Scanner::Step Scanner::Resync() {
   }
   needed_ = kHeaderSize;
   return Step::kNeedMore;
-}
-
-FileReader::FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk)
-    : path_(std::move(path)), chunk_(chunk), buf_base_(offset), scanner_({}, offset, state) {}
-
-FileReader::~FileReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Status FileReader::Open() {
-  if (fd_ >= 0) return status_;  // Adopt()ed
-  Result<InputFile> f = InputFile::Open(path_);
-  if (!f.ok()) return status_ = f.status();
-  fd_ = f->Release();
-  return status_;
-}
-
-void FileReader::Adopt(InputFile file) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = file.Release();
-}
-
-bool FileReader::Refill(uint64_t needed) {
-  // Keep the unconsumed bytes, drop the rest.
-  const uint64_t keep_from = scanner_.position() - buf_base_;
-  const size_t keep = buf_len_ - keep_from;
-  if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
-  buf_base_ += keep_from;
-  buf_len_ = keep;
-
-  // Never size the buffer past the end of the file: a damaged or half-written header may
-  // announce a record of a gigabyte that is not there (yet).
-  Result<uint64_t> size = FileSize(fd_, path_);
-  if (!size.ok()) {
-    status_ = size.status();
-    return false;
-  }
-  const uint64_t available = *size > buf_base_ ? *size - buf_base_ : 0;
-  if (needed > available) {
-    eof_ = true;
-    return false;
-  }
-  // The first window holds enough of the file to say what it is when it is not TFRecord.
-  if (buf_base_ == 0) needed = std::max<uint64_t>(needed, kSniffBytes);
-  const size_t want = std::min<uint64_t>(std::max<uint64_t>(needed, keep + chunk_), available);
-  if (buf_.size() < want) buf_.resize(want);
-  Result<size_t> n = ReadAt(fd_, path_, buf_.data() + buf_len_, want - buf_len_, buf_base_ + buf_len_);
-  if (!n.ok()) {
-    status_ = n.status();
-    return false;
-  }
-  if (buf_len_ + *n < want) eof_ = true;
-  buf_len_ += *n;
-  bytes_read_ += *n;
-  const bool got_any = *n > 0;
-  scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state());
-  return got_any;
-}
-
-FileReader::Step FileReader::Next() {
-  if (fd_ < 0 || !status_.ok()) return Step::kEnd;
-  const uint64_t from = scanner_.position();
-  for (;;) {
-    switch (scanner_.Next()) {
-      case Scanner::Step::kRecord: return Step::kRecord;
-      case Scanner::Step::kProblem: return Step::kProblem;
-      case Scanner::Step::kNeedMore:
-        if (scanner_.state().rejected) return Step::kEnd;
-        if (eof_ && scanner_.position() + scanner_.needed() > buf_base_ + buf_len_) {
-          return Step::kEnd;
-        }
-        if (scanner_.position() - from >= chunk_) return Step::kYield;
-        if (!Refill(scanner_.needed())) return Step::kEnd;
-    }
-  }
 }
 
 }  // namespace tw::tfrecord

@@ -23,8 +23,8 @@
 #include <string>
 #include <string_view>
 
-#include "base/file_io.h"
-#include "base/status.h"
+#include "read/file_reader.h"
+#include "read/problem.h"
 
 namespace tw::tfrecord {
 
@@ -37,36 +37,18 @@ constexpr uint64_t kMaxRecordLength = (uint64_t{1} << 31) - 1;
 // named (e.g. "version https://git-lfs..." is a Git LFS pointer).
 constexpr size_t kSniffBytes = 64;
 
-enum class ProblemKind {
-  kBadLengthCrc,       // header CRC mismatch; resync follows
-  kImplausibleLength,  // header CRC fine but length > kMaxRecordLength; resync follows
-  kBadDataCrc,         // record skipped
-  kResynced,           // where the scan after a bad header found the next valid record
-  kNotTfRecord,        // the file is not TFRecord at all; nothing more is read from it
-};
-const char* ProblemKindName(ProblemKind kind);
+using read::Problem;
+using read::ProblemKind;
+using read::ProblemKindName;
+using read::ScanState;
 
-struct Problem {
-  ProblemKind kind = ProblemKind::kBadDataCrc;
-  uint64_t offset = 0;  // file offset where the damaged bytes start
-  uint64_t length = 0;  // bytes dropped (0 when not yet known)
-  std::string detail;
-};
-
-// What must survive between two reads of one file besides the offset: whether we are in the
-// middle of scanning for a valid header after damage, and since where.
-struct ScanState {
-  bool resyncing = false;
-  uint64_t resync_from = 0;  // offset of the damaged header
-  bool rejected = false;     // not a TFRecord file; never read again at this generation
-};
-
-class Scanner {
+class Scanner : public read::ScannerDefaults {
  public:
-  enum class Step { kRecord, kProblem, kNeedMore };
+  using Step = read::ScanStep;
+  static constexpr size_t kFirstWindow = kSniffBytes;
 
   // `window` holds the file's bytes starting at file offset `base`.
-  Scanner(std::string_view window, uint64_t base, ScanState state)
+  Scanner(std::string_view window, uint64_t base, ScanState state, Options = {})
       : w_(window), base_(base), state_(state) {}
 
   // kRecord: record()/record_offset() are valid until the next call.
@@ -81,6 +63,8 @@ class Scanner {
   uint64_t position() const { return base_ + pos_; }
   uint64_t needed() const { return needed_; }
   const ScanState& state() const { return state_; }
+  Options options() const { return {}; }
+  bool stalled() const { return state_.rejected; }
 
  private:
   Step Resync();
@@ -96,49 +80,7 @@ class Scanner {
   Problem problem_;
 };
 
-// Reads one file from a committed offset to its current end. Opens the file for the
-// duration of the read only (no descriptor stays open per watched file).
-class FileReader {
- public:
-  // kYield: a chunk of bytes was skipped (damage being scanned) and nothing found yet; position()
-  // and state() are a valid resume point. Call again to go on.
-  enum class Step { kRecord, kProblem, kYield, kEnd };
-
-  FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk = 1 << 20);
-  ~FileReader();
-  FileReader(const FileReader&) = delete;
-  FileReader& operator=(const FileReader&) = delete;
-
-  // Reads `file` (already opened and checked by the caller) instead of opening the path
-  // again: what was checked is what is read. Open() must still be called.
-  void Adopt(InputFile file);
-  Status Open();
-  // kEnd: all complete records up to the end of the file have been returned; position()
-  // is where the next read must start (a partial record's first byte, or the end).
-  // I/O errors end the read too: check status().
-  Step Next();
-
-  std::string_view record() const { return scanner_.record(); }
-  uint64_t record_offset() const { return scanner_.record_offset(); }
-  const Problem& problem() const { return scanner_.problem(); }
-  uint64_t position() const { return scanner_.position(); }
-  const ScanState& state() const { return scanner_.state(); }
-  const Status& status() const { return status_; }
-  uint64_t bytes_read() const { return bytes_read_; }
-
- private:
-  bool Refill(uint64_t needed);
-
-  std::string path_;
-  int fd_ = -1;
-  size_t chunk_;
-  std::string buf_;
-  size_t buf_len_ = 0;
-  uint64_t buf_base_;
-  bool eof_ = false;
-  uint64_t bytes_read_ = 0;
-  Scanner scanner_;
-  Status status_;
-};
+// Reads one file from a committed offset to its current end (read/file_reader.h).
+using FileReader = read::FileReader<Scanner>;
 
 }  // namespace tw::tfrecord

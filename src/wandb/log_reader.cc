@@ -1,15 +1,11 @@
 #include "wandb/log_reader.h"
 
-#include "base/file_io.h"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
+
+#include "read/bytes.h"
 
 namespace tw::wandb {
 
@@ -17,16 +13,8 @@ namespace {
 
 constexpr char kMagic[kFileHeaderSize - 1] = {':', 'W', '&', 'B', '\xE1', '\xBE'};
 
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);  // little-endian hosts only (x86-64, arm64)
-  return v;
-}
-uint16_t LoadU16(const char* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
+using read::LoadU16;
+using read::LoadU32;
 
 // CRC-32 (zlib) of the type byte followed by the payload.
 uint32_t ChunkCrc(uint8_t type, const char* payload, size_t n) {
@@ -52,17 +40,6 @@ const char* TypeName(uint8_t t) {
 }
 
 }  // namespace
-
-const char* ProblemKindName(ProblemKind kind) {
-  switch (kind) {
-    case ProblemKind::kBadChecksum: return "bad_checksum";
-    case ProblemKind::kBadChunk: return "bad_chunk";
-    case ProblemKind::kBrokenFragments: return "broken_fragments";
-    case ProblemKind::kNotWandb: return "not_wandb";
-    case ProblemKind::kRecordTooLarge: return "record_too_large";
-  }
-  return "unknown";
-}
 
 Status CheckFileHeader(std::string_view head, int* version) {
   const size_t n = std::min<size_t>(head.size(), sizeof kMagic);
@@ -293,126 +270,38 @@ Scanner::Step Scanner::Next() {
   }
 }
 
-FileReader::FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk,
-                       size_t max_record)
-    : path_(std::move(path)),
-      chunk_(chunk),
-      max_record_(max_record),
-      start_offset_(offset),
-      buf_base_(std::max(offset, kFileHeaderSize)),
-      scanner_({}, std::max(offset, kFileHeaderSize), state, BlockOrigin::kUnknown, max_record) {}
-
-FileReader::~FileReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void FileReader::Adopt(InputFile file) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = file.Release();
-}
-
-Status FileReader::Open() {
-  if (fd_ < 0) {  // not Adopt()ed
-    Result<InputFile> f = InputFile::Open(path_);
-    if (!f.ok()) return status_ = f.status();
-    fd_ = f->Release();
-  }
-  Result<uint64_t> size = FileSize(fd_, path_);
-  if (!size.ok()) return status_ = size.status();
-  size_ = *size;
+Result<read::Opening> Scanner::Open(const read::FileProbe& file, LogOptions* options) {
+  read::Opening opening;
   // More than the header: enough to name a foreign file ("version https://git-lfs" is 23
   // bytes; with only the header's 7 a Git LFS pointer was never named as one).
-  char head[32];
-  Result<size_t> n = ReadAt(fd_, path_, head, sizeof head, 0);
-  if (!n.ok()) return status_ = n.status();
-  if (Status s = CheckFileHeader(std::string_view(head, *n), &version_); !s.ok()) {
-    rejected_ = true;
-    problem_ = true;
-    problem_storage_ = {ProblemKind::kNotWandb, 0, size_, s.message()};
-    return Status::Ok();
+  Result<std::string> head = file.Read(0, 32);
+  if (!head.ok()) return head.status();
+  if (Status s = CheckFileHeader(*head, &options->version); !s.ok()) {
+    opening.reject = read::Problem{ProblemKind::kNotWandb, 0, file.size(), s.message()};
+    return opening;
   }
-  header_pending_ = *n < kFileHeaderSize;  // a 0-byte file is normal
+  opening.wait = head->size() < kFileHeaderSize;  // a 0-byte file is normal
+  if (file.size() <= kBlockSize || options->origin != BlockOrigin::kUnknown) return opening;
   // Enough of a block boundary to tell the two origins apart.
-  auto boundary = [&](uint64_t at, std::string* b) {
-    b->assign(std::min<uint64_t>(size_ - at, 7 + kChunkHeaderSize + 0xFFFF), '\0');
-    Result<size_t> got = ReadAt(fd_, path_, b->data(), b->size(), at);
-    if (!got.ok()) {
-      status_ = got.status();
-      return false;
-    }
-    b->resize(*got);
-    return true;
+  auto boundary = [&](uint64_t at) {
+    return file.Read(at, std::min<uint64_t>(file.size() - at, 7 + kChunkHeaderSize + 0xFFFF));
   };
-  if (size_ > kBlockSize) {
-    std::string b;
-    if (!boundary(kBlockSize, &b)) return status_;
-    bool checked = false;
-    origin_ = DetectBlockOrigin(b, size_, &checked);
-    // A damaged first boundary leaves only a guess (origin 0), which reads an origin-7 file
-    // 7 bytes off from there on, losing every later block: the next boundaries where one
-    // candidate checks out settle it.
-    for (uint64_t at = 2 * kBlockSize, tries = 0;
-         origin_ == BlockOrigin::kZero && !checked && at < size_ && tries < 16;
-         at += kBlockSize, ++tries) {
-      if (!boundary(at, &b)) return status_;
-      const BlockOrigin o = DetectBlockOrigin(b, size_ - at + kBlockSize, &checked);
-      if (checked) origin_ = o;
-    }
+  Result<std::string> b = boundary(kBlockSize);
+  if (!b.ok()) return b.status();
+  bool checked = false;
+  options->origin = DetectBlockOrigin(*b, file.size(), &checked);
+  // A damaged first boundary leaves only a guess (origin 0), which reads an origin-7 file
+  // 7 bytes off from there on, losing every later block: the next boundaries where one
+  // candidate checks out settle it.
+  for (uint64_t at = 2 * kBlockSize, tries = 0;
+       options->origin == BlockOrigin::kZero && !checked && at < file.size() && tries < 16;
+       at += kBlockSize, ++tries) {
+    b = boundary(at);
+    if (!b.ok()) return b.status();
+    const BlockOrigin o = DetectBlockOrigin(*b, file.size() - at + kBlockSize, &checked);
+    if (checked) options->origin = o;
   }
-  scanner_ = Scanner({}, buf_base_, scanner_.state(), origin_, max_record_);
-  return status_;
-}
-
-bool FileReader::Refill(uint64_t needed) {
-  if (origin_ == BlockOrigin::kUnknown) origin_ = scanner_.origin();  // a chunk settled it
-  // Keep the bytes from position() on. The scanner never consumes past its window; the min
-  // keeps a slip there from turning into a wild memmove.
-  const uint64_t keep_from = std::min<uint64_t>(scanner_.position() - buf_base_, buf_len_);
-  const size_t keep = buf_len_ - keep_from;
-  if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
-  buf_base_ += keep_from;
-  buf_len_ = keep;
-  Result<uint64_t> size = FileSize(fd_, path_);
-  if (!size.ok()) {
-    status_ = size.status();
-    return false;
-  }
-  const uint64_t available = *size > buf_base_ ? *size - buf_base_ : 0;
-  if (needed > available || available <= buf_len_) return false;
-  // Grow at least geometrically: a record larger than the window is gathered again from its
-  // first chunk after each refill.
-  const uint64_t want = std::min<uint64_t>(std::max<uint64_t>({needed, keep + chunk_, 2 * keep}), available);
-  if (buf_.size() < want) buf_.resize(want);
-  Result<size_t> n = ReadAt(fd_, path_, buf_.data() + buf_len_, want - buf_len_, buf_base_ + buf_len_);
-  if (!n.ok()) {
-    status_ = n.status();
-    return false;
-  }
-  buf_len_ += *n;
-  scanner_ = Scanner(std::string_view(buf_.data(), buf_len_), buf_base_, scanner_.state(), origin_,
-                     max_record_);
-  return true;
-}
-
-FileReader::Step FileReader::Next() {
-  if (problem_) {
-    problem_ = false;
-    return Step::kProblem;
-  }
-  if (fd_ < 0 || !status_.ok() || rejected_ || header_pending_) return Step::kEnd;
-  const uint64_t from = scanner_.position();
-  for (;;) {
-    switch (scanner_.Next()) {
-      case Scanner::Step::kRecord: return Step::kRecord;
-      case Scanner::Step::kProblem: return Step::kProblem;
-      case Scanner::Step::kNeedMore:
-        if (scanner_.position() - from >= chunk_) return Step::kYield;
-        // Wanting the origin is wanting the bytes of the first block boundary: the file has
-        // not reached it yet (Open decides it whenever it can).
-        if (scanner_.needs_origin() && origin_ == BlockOrigin::kUnknown) return Step::kEnd;
-        if (!Refill(scanner_.needed())) return Step::kEnd;
-    }
-  }
+  return opening;
 }
 
 }  // namespace tw::wandb

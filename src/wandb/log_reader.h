@@ -30,8 +30,9 @@
 #include <string>
 #include <string_view>
 
-#include "base/file_io.h"
 #include "base/status.h"
+#include "read/file_reader.h"
+#include "read/problem.h"
 
 namespace tw::wandb {
 
@@ -44,33 +45,22 @@ enum ChunkType : uint8_t { kZeroType = 0, kFull = 1, kFirst = 2, kMiddle = 3, kL
 // Where blocks start: at offset 0 (every writer but one), or at 7 (Go core, SDK 0.16-0.17.5).
 enum class BlockOrigin { kUnknown, kZero, kSeven };
 
-enum class ProblemKind {
-  kBadChecksum,      // a chunk's CRC does not match; it (and its record) is dropped
-  kBadChunk,         // a length past the block's end or an unknown type; ditto
-  kBrokenFragments,  // a MIDDLE/LAST without a FIRST, or a FIRST cut off by a new record
-  kNotWandb,         // the file is not a W&B transaction log; nothing more is read
-  kRecordTooLarge,   // a record's chunks add up to more than the reader takes; it is dropped
-};
+using read::Problem;
+using read::ProblemKind;
+using read::ProblemKindName;
+using read::ScanState;
 
 // The largest record gathered from its chunks. W&B's records (a history row, the config, a
 // summary) are kilobytes to a few MiB; a chain of MIDDLE chunks longer than this is damage or a
 // hostile file, and gathering it whole would hold it in memory twice (the record and the
 // window it is read from).
 constexpr size_t kMaxRecordBytes = size_t{256} << 20;
-const char* ProblemKindName(ProblemKind kind);
 
-struct Problem {
-  ProblemKind kind = ProblemKind::kBadChecksum;
-  uint64_t offset = 0;  // file offset where the damaged bytes start
-  uint64_t length = 0;  // bytes dropped
-  std::string detail;
-};
-
-// What must survive between two reads of one file besides the offset: whether reading is
-// skipping the fragments of a damaged record, looking for the next FULL or FIRST chunk.
-struct ScanState {
-  bool resyncing = false;
-  uint64_t resync_from = 0;  // where the damage began
+// What a reader of one log learns and keeps from one window to the next.
+struct LogOptions {
+  BlockOrigin origin = BlockOrigin::kUnknown;  // as given, or as Open or a chunk settled it
+  size_t max_record = kMaxRecordBytes;
+  int version = -1;                            // the header's version byte, once read
 };
 
 // Checks the 7-byte file header; `head` may be shorter (then only what is there is checked).
@@ -79,15 +69,28 @@ Status CheckFileHeader(std::string_view head, int* version);
 
 // Cuts records out of a window of a file's bytes held in memory. Knows nothing of files or
 // protobufs, so it is tested byte by byte.
-class Scanner {
+class Scanner : public read::ScannerDefaults {
  public:
-  enum class Step { kRecord, kProblem, kNeedMore };
+  using Step = read::ScanStep;
+  using Options = LogOptions;
+  // Blocks are counted from offset 0, but records start after the file header.
+  static constexpr uint64_t kFirstOffset = kFileHeaderSize;
+  // A record larger than the window is gathered again from its first chunk after a refill.
+  static constexpr bool kGeometricWindow = true;
 
   // `window` holds the file's bytes from offset `base` (>= kFileHeaderSize).
   Scanner(std::string_view window, uint64_t base, ScanState state, BlockOrigin origin,
           size_t max_record = kMaxRecordBytes)
       : w_(window), base_(base), cur_(base), consumed_(base), state_(state), origin_(origin),
         max_record_(max_record) {}
+  Scanner(std::string_view window, uint64_t base, ScanState state, const LogOptions& options)
+      : Scanner(window, base, state, options.origin, options.max_record) {
+    version_ = options.version;
+  }
+
+  // FileReader's hook: checks the file header (a foreign file is rejected; one shorter than
+  // the header waits) and finds the block origin when the file reaches a block boundary.
+  static Result<read::Opening> Open(const read::FileProbe& file, LogOptions* options);
 
   // kRecord: record()/record_offset() are valid until the next call.
   // kProblem: problem() says what; call again to continue.
@@ -105,6 +108,10 @@ class Scanner {
   bool needs_origin() const { return needs_origin_; }
   // The block origin: as given, or kSeven once a chunk only origin 7 has room for was read.
   BlockOrigin origin() const { return origin_; }
+  LogOptions options() const { return {origin_, max_record_, version_}; }
+  // Wanting the origin is wanting the bytes of the first block boundary: the file has not
+  // reached it yet (Open decides it whenever it can).
+  bool stalled() const { return needs_origin_ && origin_ == BlockOrigin::kUnknown; }
 
  private:
   uint64_t BlockEnd(uint64_t pos) const;
@@ -120,6 +127,7 @@ class Scanner {
   ScanState state_;
   BlockOrigin origin_;
   size_t max_record_;
+  int version_ = -1;
   std::string assembled_;  // fragments of the record being gathered
   bool assembling_ = false;
   std::string_view record_;
@@ -138,67 +146,7 @@ class Scanner {
 BlockOrigin DetectBlockOrigin(std::string_view boundary, uint64_t file_size,
                               bool* checked = nullptr);
 
-// Reads one file from a committed offset to its current end; opens it only for the read.
-class FileReader {
- public:
-  // kYield: about a chunk of bytes (padding, a damaged record's fragments) was passed with
-  // nothing to return; position() and state() are a valid resume point. Call again.
-  enum class Step { kRecord, kProblem, kYield, kEnd };
-
-  FileReader(std::string path, uint64_t offset, ScanState state, size_t chunk = 1 << 20,
-             size_t max_record = kMaxRecordBytes);
-  ~FileReader();
-  FileReader(const FileReader&) = delete;
-  FileReader& operator=(const FileReader&) = delete;
-
-  // Reads `file` (already opened and checked by the caller) instead of opening the path
-  // again: what was checked is what is read. Open() must still be called.
-  void Adopt(InputFile file);
-  // Opens the file (InputFile: never blocks, regular files only), checks its header and
-  // finds its block origin when it can be known. An unreadable file is an error; a foreign
-  // one is reported by the first Next().
-  Status Open();
-  // kEnd: every complete record has been returned; position() is where the next read must
-  // start. I/O errors end the read too: check status().
-  Step Next();
-
-  std::string_view record() const { return scanner_.record(); }
-  uint64_t record_offset() const { return scanner_.record_offset(); }
-  // (Not `problem_ ?`: Next() clears problem_ as it returns the rejection, so the caller got
-  // the scanner's empty problem instead: a foreign file was logged as a bad_checksum with no
-  // detail, never marked rejected, and logged again at every read.)
-  const Problem& problem() const { return rejected_ ? problem_storage_ : scanner_.problem(); }
-  uint64_t position() const {
-    return rejected_ || header_pending_ ? start_offset_ : scanner_.position();
-  }
-  const ScanState& state() const { return scanner_.state(); }
-  const Status& status() const { return status_; }
-  bool rejected() const { return rejected_; }
-  int version() const { return version_; }
-  BlockOrigin origin() const {
-    return origin_ != BlockOrigin::kUnknown ? origin_ : scanner_.origin();
-  }
-
- private:
-  bool Refill(uint64_t needed);
-
-  std::string path_;
-  int fd_ = -1;
-  size_t chunk_;
-  size_t max_record_;
-  uint64_t start_offset_;
-  uint64_t size_ = 0;  // at Open
-  std::string buf_;
-  size_t buf_len_ = 0;
-  uint64_t buf_base_;
-  BlockOrigin origin_ = BlockOrigin::kUnknown;
-  int version_ = -1;
-  bool rejected_ = false;
-  bool header_pending_ = false;  // the file is shorter than its header: nothing to read yet
-  bool problem_ = false;         // problem_storage_ holds a problem Next() has yet to report
-  Problem problem_storage_;      // why the file was rejected
-  Scanner scanner_;
-  Status status_;
-};
+// Reads one file from a committed offset to its current end (read/file_reader.h).
+using FileReader = read::FileReader<Scanner>;
 
 }  // namespace tw::wandb
