@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as the daemon's TOML config file, through the guard and
 // toml++ into every section's checks. Under -fsanitize=undefined this is what found toml++
-// 3.3.0 reaching __builtin_unreachable() on "é" where it skips whitespace (app/toml_guard.h).
+// 3.3.0 reaching __builtin_unreachable() on "é" where it skips whitespace (base/toml_guard.h).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -127,7 +127,7 @@ std::map<std::string, int64_t> EventFiles(const std::string& root) {
   std::map<std::string, int64_t> out;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file() || !sources::IsEventFileName(it->path().filename().native()))
+    if (!it->is_regular_file() || !sources::IsSourcePath(it->path().native()))
       continue;
     out[it->path().native()] = static_cast<int64_t>(it->file_size());
   }

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "app/config.h"
-#include "app/toml_guard.h"
+#include "base/toml_guard.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/utf8.h"
@@ -379,7 +379,7 @@ TEST_F(ConfigGuard, NonAsciiWhereTomlppSkipsWhitespaceIsRefusedByLineAndColumn) 
   e = LoadError("a = [\n  1,\n  2.\"\xc3\xa9\"]\n");
   EXPECT_NE(e.find(path_ + ":3:6: non-ASCII character outside a string or comment"), std::string::npos) << e;
   // Quoted parts of dotted keys may hold any character, in a table, a header or an inline table.
-  const Status dotted = app::CheckTomlText(
+  const Status dotted = CheckTomlText(
       "a.\"b\xc3\xa9\".c = 1\n[x.\"y\xc3\xa9\"]\nz = { p.\"q\xc3\xa9\" = [1.5, 2], r.'s\xc3\xa9' = 0.5 }\n", "f");
   EXPECT_TRUE(dotted.ok()) << dotted.message();
   e = LoadError("[store]\npath = \"\"\"a\\\n   \xc3\xa9\"\"\"\n");
@@ -401,7 +401,7 @@ TEST_F(ConfigGuard, TableHeaderWithoutAKeyIsRefused) {
   WriteFile(path_, "[watch]\nroots = [\n  \"a\",\n]\n[rules.loss_spikes]\nz = 10\n");
   Result<app::Config> c = app::LoadConfigFile(path_);
   EXPECT_TRUE(c.ok()) << c.status().message();
-  const Status nested = app::CheckTomlText("a = [\n  [\n    1\n  ],\n  [ \"x\" ],\n]\nb = { c = [\n1] }\n[[ t ]]\n", "f");
+  const Status nested = CheckTomlText("a = [\n  [\n    1\n  ],\n  [ \"x\" ],\n]\nb = { c = [\n1] }\n[[ t ]]\n", "f");
   EXPECT_TRUE(nested.ok()) << nested.message();
 }
 

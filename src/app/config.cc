@@ -15,7 +15,7 @@
 #include <set>
 #include <toml++/toml.h>
 
-#include "app/toml_guard.h"
+#include "base/toml_guard.h"
 #include "base/file_io.h"
 #include "notify/email_channel.h"
 

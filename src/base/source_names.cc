@@ -4,23 +4,29 @@
 
 namespace tw::sources {
 
-bool IsWandbLog(std::string_view path) { return path.ends_with(".wandb"); }
-
-bool IsWandbJsonl(std::string_view path) {
-  const std::string_view name = path.substr(path.rfind('/') + 1);
-  return name == "wandb-history.jsonl" || name == "wandb-events.jsonl";
+SourceKind KindOfPath(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  const std::string_view name = path.substr(slash == std::string_view::npos ? 0 : slash + 1);
+  if (name.ends_with(".wandb")) return SourceKind::kWandbLog;
+  if (name == "wandb-history.jsonl" || name == "wandb-events.jsonl") return SourceKind::kWandbJsonl;
+  if (name == "output.log" && slash != std::string_view::npos &&
+      path.substr(0, slash).ends_with("/files"))
+    return SourceKind::kConsole;
+  if (name.find("tfevents") != std::string_view::npos && !name.ends_with(".profile-empty"))
+    return SourceKind::kTfEvents;
+  return SourceKind::kNone;
 }
 
-std::string RunDirOf(const std::string& path) {
+std::string RunDirOf(const std::string& path, SourceKind kind) {
   const std::filesystem::path p(path);
+  if (kind == SourceKind::kConsole) {
+    std::filesystem::path run = p;
+    run.replace_extension();
+    return run.native();
+  }
   std::filesystem::path dir = p.parent_path();
-  if (IsWandbJsonl(path) && dir.filename() == "files") dir = dir.parent_path();
+  if (kind == SourceKind::kWandbJsonl && dir.filename() == "files") dir = dir.parent_path();
   return dir.native();
-}
-
-bool IsEventFileName(std::string_view name) {
-  if (IsWandbLog(name) || IsWandbJsonl(name)) return true;
-  return name.find("tfevents") != std::string_view::npos && !name.ends_with(".profile-empty");
 }
 
 }  // namespace tw::sources

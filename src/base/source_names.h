@@ -1,4 +1,4 @@
-// Which files are sources, by their names alone: the one place that says it, below every stage
+// Which files are sources, by their paths alone: the one place that says it, below every stage
 // that asks (watch/ decides what to hand on, ingest/ how to read it).
 #pragma once
 
@@ -7,18 +7,29 @@
 
 namespace tw::sources {
 
-// A file trainwatch reads: a TensorBoard event file (basename contains "tfevents";
-// "*.profile-empty" markers are skipped), a W&B transaction log, or a pre-0.10 W&B JSON-lines
-// history or events file.
-bool IsEventFileName(std::string_view basename);
-
-// How a file is read, by its name: a W&B transaction log (*.wandb), the JSON lines of a W&B
-// run from before SDK 0.10 (wandb-history.jsonl, wandb-events.jsonl), or tfevents.
-bool IsWandbLog(std::string_view path);
-bool IsWandbJsonl(std::string_view path);
+// How a file is read.
+enum class SourceKind {
+  kNone,        // not a source
+  kTfEvents,    // a TensorBoard event file (basename contains "tfevents"; "*.profile-empty"
+                // markers are not)
+  kWandbLog,    // a W&B transaction log (*.wandb)
+  kWandbJsonl,  // the JSON lines of a W&B run from before SDK 0.10 (wandb-history.jsonl,
+                // wandb-events.jsonl)
+  kConsole,     // a console log: W&B's files/output.log (other console logs are sources
+                // because the config or the command line names them, not by their names)
+};
+SourceKind KindOfPath(std::string_view path);
+// Whether `path` is a source by its path alone.
+inline bool IsSourcePath(std::string_view path) { return KindOfPath(path) != SourceKind::kNone; }
+inline bool IsWandbLog(std::string_view path) { return KindOfPath(path) == SourceKind::kWandbLog; }
+inline bool IsWandbJsonl(std::string_view path) {
+  return KindOfPath(path) == SourceKind::kWandbJsonl;
+}
 
 // The run directory of a source file: its directory, except for the JSON lines that some old
-// SDKs wrote into the run's files/ folder.
-std::string RunDirOf(const std::string& path);
+// SDKs wrote into the run's files/ folder, and for console logs, each of which is a run of its
+// own named by its path without the extension (see docs/sources.md).
+std::string RunDirOf(const std::string& path, SourceKind kind);
+inline std::string RunDirOf(const std::string& path) { return RunDirOf(path, KindOfPath(path)); }
 
 }  // namespace tw::sources

@@ -9,7 +9,7 @@
 namespace tw::cli {
 namespace {
 
-constexpr const char* kHelp = R"(trainwatch: a training-run doctor for TensorBoard and W&B logdirs.
+constexpr const char* kHelp = R"(trainwatch: a training-run doctor for TensorBoard and W&B logdirs and console logs.
 
 usage: trainwatch COMMAND [options]
 
@@ -23,6 +23,7 @@ commands:
   findings what the daemon's diagnosis found: firing now, resolved recently
   roles    what each run's tags mean to the rules (train_loss, lr, ...)
   rules    the diagnosis rules, their parameters and where they come from
+  profiles the console-log profiles, and what they read in a log (--test FILE)
   notify   `notify test`: send a sample finding to each channel, print the answers
   silence  add, list or expire silences (no notifications for matching findings)
   help     this text
@@ -51,6 +52,7 @@ int Main(int argc, char** argv) {
     if (cmd == "rules") return CmdRules(rest);
     if (cmd == "notify") return CmdNotify(rest);
     if (cmd == "silence") return CmdSilence(rest);
+    if (cmd == "profiles") return CmdProfiles(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kHelp;
       return 0;

@@ -14,12 +14,14 @@
 #include "diagnose/engine.h"
 #include "diagnose/report.h"
 #include "diagnose/verdict.h"
+#include "cli/console_log.h"
 #include "store/store.h"
 
 namespace tw::cli {
 namespace {
 
 constexpr const char* kDiagnoseHelp = R"(usage: trainwatch diagnose --db FILE [options]
+       trainwatch diagnose --log FILE|- [options]
 
 Runs every diagnosis rule once over the runs in the store (read-only: safe beside a running
 daemon) and prints, per run, a verdict (healthy, watch, kill), a loss forecast where a
@@ -27,8 +29,15 @@ power-law fit is good, and each finding: what was seen (series, steps, values), 
 of the curve with the onset marked, the likely cause and the fix. Healthy runs are summed up
 in the last line (markdown lists them).
 
+With --log, FILE (or standard input, -) is a training's console output: a `nohup python
+train.py > train.log`, a Slurm .out file, W&B's output.log, or lines pasted from a terminal.
+Its metrics are read by the console profiles (`trainwatch profiles`) into a temporary store,
+which is diagnosed and removed; the run is named by the file's name without its extension.
+
 options:
-  --db FILE         the store (required)
+  --db FILE         the store (--db or --log is required)
+  --log FILE|-      diagnose a console log instead of a store
+  --profiles-dir D  with --log: console profiles (*.toml) of your own, read before the built-ins
   --run GLOB        only runs whose name matches (e.g. 'exp_*'; default: all)
   --format F        text (default), json (one array: the stable contract), or markdown
   --config FILE     take [rules] and [roles] (thresholds, extra rules, tag patterns) from the
@@ -119,10 +128,13 @@ Result<std::vector<int64_t>> RunsMatching(store::Db& db, const std::optional<std
 }  // namespace
 
 int CmdDiagnose(const Args& args) {
-  Flags f(args, {"db", "run", "format", "config", "rules-dir", "set", "now"}, {"help", "timing"});
+  Flags f(args, {"db", "log", "profiles-dir", "run", "format", "config", "rules-dir", "set", "now"},
+          {"help", "timing"});
   if (f.Has("help")) return Usage(kDiagnoseHelp);
   if (!f.error().empty()) return Usage(kDiagnoseHelp, f.error());
-  if (!f.Has("db")) return Usage(kDiagnoseHelp, "diagnose needs --db FILE");
+  if (f.Has("db") == f.Has("log")) return Usage(kDiagnoseHelp, "diagnose needs --db FILE or --log FILE");
+  if (f.Has("profiles-dir") && !f.Has("log"))
+    return Usage(kDiagnoseHelp, "--profiles-dir goes with --log");
   diagnose::ReportFormat format = diagnose::ReportFormat::kText;
   if (auto fm = f.Get("format"); fm && !diagnose::ParseReportFormat(*fm, &format))
     return Usage(kDiagnoseHelp, "--format must be text, json or markdown");
@@ -137,7 +149,18 @@ int CmdDiagnose(const Args& args) {
   if (!EngineOptionsFrom(f, &options, &error)) return Usage(kDiagnoseHelp, error);
   if (!RuleConfigOk(options)) return 1;
 
-  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(*f.Get("db"), options);
+  std::optional<TempStore> temp;
+  std::string db_path = f.Get("db").value_or("");
+  if (auto log = f.Get("log")) {
+    Result<TempStore> made = IngestConsoleLog(*log, f.Get("profiles-dir").value_or(""));
+    if (!made.ok()) {
+      std::cerr << "trainwatch: " << made.status().message() << "\n";
+      return 1;
+    }
+    temp.emplace(std::move(*made));
+    db_path = temp->db;
+  }
+  Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(db_path, options);
   if (!engine.ok()) {
     std::cerr << "trainwatch: " << engine.status().message() << "\n";
     return 1;

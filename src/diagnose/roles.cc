@@ -198,7 +198,11 @@ struct Candidate {
   size_t pattern = 0;
   size_t order = 0;
   RoleAssignment a;
+  // Fewer than two live points: no curve (HF's end-of-training summary 'train_loss', beside
+  // its per-step 'loss'). Such a series takes a role only where no curve does.
+  bool single = false;
   bool Beats(const Candidate& o) const {
+    if (single != o.single) return !single;
     if (inferred != o.inferred) return !inferred;
     if (!inferred) return pattern < o.pattern;
     if (a.confidence != o.a.confidence) return a.confidence > o.a.confidence;
@@ -253,6 +257,16 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
       "FROM scalars WHERE series_id = ? AND superseded = 0 ORDER BY step LIMIT " +
       std::to_string(kShapePoints));
   if (!values.ok()) return values.status();
+  Result<store::Stmt> two = db.Prepare(
+      "SELECT count(*) FROM (SELECT 1 FROM scalars WHERE series_id = ? AND superseded = 0 LIMIT 2)");
+  if (!two.ok()) return two.status();
+  auto single = [&](int64_t series_id) -> Result<bool> {
+    two->Reset();
+    two->Bind(1, series_id);
+    Result<bool> r = two->Step();
+    if (!r.ok()) return r.status();
+    return two->Int(0) < 2;
+  };
   for (const auto& [id, s] : subject) {
     if (!wanted_subjects.count(s)) continue;
     map.subject_of.emplace_back(id, s);
@@ -299,6 +313,9 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
           const std::string role = sibling && p.run_glob.empty() ? RoleFromSibling(p.role) : p.role;
           if (role.empty() || role == "ignore") break;
           Candidate c{false, i, order, base};
+          Result<bool> one = single(series_id);
+          if (!one.ok()) return one.status();
+          c.single = *one;
           c.a.role = role;
           c.a.direction = RoleDirection(role);
           c.a.why = "'" + p.tag_glob + "'" + (p.run_glob.empty() ? "" : " in runs '" + p.run_glob + "'") +
@@ -322,6 +339,7 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
         for (RoleGuess& g : guesses) {
           if (!ShapeObjection(g.role, shape).empty()) continue;
           Candidate c{true, 0, order, base};
+          c.single = v.size() < 2;
           c.a.role = g.role;
           c.a.confidence = g.confidence;
           c.a.direction = RoleDirection(g.role);

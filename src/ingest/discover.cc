@@ -38,7 +38,7 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
       if (warnings) warnings->push_back(p.native() + ": permission denied; the event files below it are not read");
       continue;
     }
-    if (!sources::IsEventFileName(p.filename().native())) continue;
+    if (!sources::IsSourcePath(p.native())) continue;
     if (!it->is_regular_file(fec)) {
       if (warnings && !it->is_directory(fec) && it->exists(fec))
         warnings->push_back(p.native() + ": named like an event file but not a regular file; not read");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include "base/file_io.h"
 #include "base/source_names.h"
 #include "ingest/batch.h"
+#include "ingest/console_ingester.h"
+#include "ingest/point_sink.h"
 #include "tfrecord/reader.h"
 #include "read/lines.h"
 #include "wandb/log_reader.h"
@@ -54,6 +57,34 @@ std::optional<int64_t> TailCrc(int fd, int64_t offset) {
   return crc32c::Value(tail.data(), n);
 }
 }  // namespace
+
+sources::SourceKind KindOf(const std::string& path, const IngestOptions& options) {
+  for (const auto& glob : options.console_globs)
+    if (glob == path || ::fnmatch(glob.c_str(), path.c_str(), FNM_PATHNAME) == 0)
+      return sources::SourceKind::kConsole;
+  return sources::KindOfPath(path);
+}
+
+FileIngester::FileIngester(store::Store& store, IngestOptions options)
+    : store_(store), options_(std::move(options)) {
+  if (!options_.profiles) options_.profiles = decode::ProfileSet::Load("", nullptr);
+  console_ = std::make_unique<ConsoleIngester>(options_.profiles);
+}
+
+FileIngester::~FileIngester() = default;
+
+Status FileIngester::ProcessConsoleLine(RunState& run, Batch& b, std::string_view line,
+                                        int64_t offset) {
+  PointSink sink(*this, run, b);
+  return console_->Line(sink, line, offset, file_wall_);
+}
+
+void FileIngester::SaveConsoleState(Batch& b) { b.source.resume_state = console_->State(); }
+
+Status FileIngester::FinishConsole(RunState& run, Batch& b) {
+  PointSink sink(*this, run, b);
+  return console_->Finish(sink, file_wall_);
+}
 
 std::string ReadFileHead(const std::string& path) {
   Result<InputFile> f = InputFile::Open(path);
@@ -328,14 +359,28 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
       if (Status s = store_.UpdateRunInfo(run.run_id(), info); !s.ok()) return fail(s);
     }
   }
-  if (sources::IsWandbJsonl(path)) {
+  const sources::SourceKind kind = KindOf(path, options_);
+  if (kind == sources::SourceKind::kConsole) {
+    if (b.source.committed_offset == 0) {
+      store::RunInfo info;
+      info.format = "console";
+      if (Status s = store_.UpdateRunInfo(run.run_id(), info); !s.ok()) return fail(s);
+    }
+    console_->Resume(b.source.resume_state);
+    file_wall_ = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    read::LineReader reader(path, offset, scan);
+    return read_with(reader, RecordHandler{&FileIngester::ProcessConsoleLine, false,
+                                           &FileIngester::SaveConsoleState,
+                                           &FileIngester::FinishConsole});
+  }
+  if (kind == sources::SourceKind::kWandbJsonl) {
     read::LineReader reader(path, offset, scan);
     TW_RETURN_IF_ERROR(read_with(reader, RecordHandler{&FileIngester::ProcessWandbLine, true}));
     // The run's config.yaml and wandb-summary.json are rewritten whole, not appended to:
     // read whenever the history grows.
     return path.ends_with("wandb-history.jsonl") ? LoadLegacySideFiles(run, path) : Status::Ok();
   }
-  if (sources::IsWandbLog(path)) {
+  if (kind == sources::SourceKind::kWandbLog) {
     wandb::FileReader reader(path, offset, scan);
     return read_with(reader, RecordHandler{&FileIngester::ProcessWandbRecord, true});
   }
@@ -431,6 +476,7 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader,
       b.source.wandb_step = run.wandb_step_;
       b.source.wandb_wall = run.wandb_wall_;
     }
+    if (handler.save_state) (this->*handler.save_state)(b);
   };
   auto commit = [&]() -> Status {
     sync_source();
@@ -492,6 +538,10 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader,
       if (Status s = store_.Begin(); !s.ok()) return s;
     }
   }
+  const bool paused_early = more && *more;
+  if (handler.finish && options_.files_complete && !paused_early && reader.status().ok()) {
+    if (Status s = (this->*handler.finish)(run, b); !s.ok()) return fail(s);
+  }
   if (!reader.status().ok()) {
     b.totals.errors++;
     b.source.error_count++;
@@ -511,8 +561,10 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader,
 }
 
 Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, double wall, int64_t offset,
-                             std::string detail, const std::vector<int64_t>* series, bool always) {
-  Result<int64_t> marked = store_.MarkSuperseded(run.run_id(), step, wall, series);
+                             std::string detail, const std::vector<int64_t>* series, bool always,
+                             std::optional<double> before_wall) {
+  Result<int64_t> marked =
+      store_.MarkSuperseded(run.run_id(), step, before_wall.value_or(wall), series);
   if (!marked.ok()) return marked.status();
   if (*marked == 0 && !always) return Status::Ok();
   TW_RETURN_IF_ERROR(store_.InsertRunEvent(run.run_id(), b.source.source_id, offset, "restart",

@@ -12,8 +12,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/source_names.h"
 #include "base/status.h"
 #include "decode/classify.h"
+#include "decode/console_profiles.h"
 #include "decode/event.h"
 #include "decode/wandb_record.h"
 #include "decode/wandb_value.h"
@@ -63,10 +65,22 @@ struct IngestOptions {
   // this is set ([watch] follow_symlinks_outside_roots): whoever can write a logdir could
   // otherwise have the daemon read any file it can (a symlink to a private file).
   bool follow_symlinks_outside_root = false;
+  // Console logs: the files read as console logs whatever their names (fnmatch globs of
+  // absolute paths: the config's [[console]] globs, a file `diagnose --log` was given), and
+  // the profiles that read them (null: the built-in ones).
+  std::vector<std::string> console_globs;
+  std::shared_ptr<const decode::ProfileSet> profiles;
+  // The files will not grow (`diagnose --log`): what waits for more lines is stored at the end.
+  bool files_complete = false;
 };
+// How `path` is read: as a console log when `options` names it so, else by its path.
+sources::SourceKind KindOf(const std::string& path, const IngestOptions& options);
 
 // Called with (bytes consumed so far in this file) after each commit.
 using ProgressFn = std::function<void(int64_t bytes)>;
+
+class PointSink;
+class ConsoleIngester;
 
 class RunState {
  public:
@@ -80,6 +94,7 @@ class RunState {
 
  private:
   friend class FileIngester;
+  friend class PointSink;
   struct Tag {
     decode::TagPlugin plugin;
     bool plugin_known = false;
@@ -120,7 +135,8 @@ class RunState {
 
 class FileIngester {
  public:
-  FileIngester(store::Store& store, IngestOptions options) : store_(store), options_(options) {}
+  FileIngester(store::Store& store, IngestOptions options);
+  ~FileIngester();
 
   // Reads whatever `path` holds beyond its committed offset. Problems in the file are
   // recorded (ingest_errors) and counted, not returned; a non-ok Status means the store
@@ -139,6 +155,10 @@ class FileIngester {
     Status (FileIngester::*record)(RunState& run, Batch& b, std::string_view record,
                                    int64_t offset);
     bool wandb_resume;  // the run's W&B step and wall time are committed with the offset
+    // Writes the format's own state into the source row, to be committed with the offset.
+    void (FileIngester::*save_state)(Batch& b) = nullptr;
+    // At the end of a file that will not grow (IngestOptions::files_complete).
+    Status (FileIngester::*finish)(RunState& run, Batch& b) = nullptr;
   };
   template <typename Reader>
   Status ReadRecords(RunState& run, Batch& b, Reader& reader, const RecordHandler& handler,
@@ -150,10 +170,13 @@ class FileIngester {
   Status ProcessRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
   Status ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v, int vidx,
                       int64_t offset);
-  // Supersedes live points at step >= `step` logged before this event: of the whole run, or
-  // of `series` only. Records a restart event when anything was superseded or `always`.
+  // Supersedes live points at step >= `step` logged before this event (before `before_wall`
+  // when given: a format whose lines are in time order supersedes every earlier point): of
+  // the whole run, or of `series` only. Records a restart event when anything was superseded
+  // or `always`.
   Status Restart(RunState& run, Batch& b, int64_t step, double wall, int64_t offset,
-                 std::string detail, const std::vector<int64_t>* series, bool always);
+                 std::string detail, const std::vector<int64_t>* series, bool always,
+                 std::optional<double> before_wall = std::nullopt);
 
   // W&B (wandb_records.cc).
   Status ProcessWandbRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
@@ -175,6 +198,7 @@ class FileIngester {
   Status LoadLegacySideFiles(RunState& run, const std::string& history_path);
   Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                             decode::Kind kind);
+  friend class PointSink;
 
   store::Store& store_;
   IngestOptions options_;
@@ -183,6 +207,13 @@ class FileIngester {
   decode::WandbRecord wandb_;     // reused across records
   std::string name_;              // scratch for item names
   std::vector<std::string> names_;  // a history row's item names
+
+  // Console logs (console_ingester.h).
+  Status ProcessConsoleLine(RunState& run, Batch& b, std::string_view line, int64_t offset);
+  void SaveConsoleState(Batch& b);
+  Status FinishConsole(RunState& run, Batch& b);
+  std::unique_ptr<ConsoleIngester> console_;
+  double file_wall_ = 0;  // the file's mtime: when its lines were written, as near as known
 };
 
 }  // namespace tw::ingest

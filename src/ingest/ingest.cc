@@ -17,8 +17,11 @@ struct Job {
   DiscoveredRun run;
 };
 
-// Resolves a command-line path into (root, runs). A file is its own run "." under its directory.
-Status Plan(const std::string& path, std::vector<Job>* jobs, Summary* summary) {
+// Resolves a command-line path into (root, runs). A file is its own run "." under its
+// directory; a file that is no source by its name is read as a console log (added to
+// `options`' console globs), a run named by its name without the extension.
+Status Plan(const std::string& path, std::vector<Job>* jobs, Summary* summary,
+            IngestOptions* options) {
   std::error_code ec;
   fs::path abs = fs::weakly_canonical(fs::absolute(path), ec);
   if (ec || !fs::exists(abs, ec)) {
@@ -26,6 +29,12 @@ Status Plan(const std::string& path, std::vector<Job>* jobs, Summary* summary) {
     return Status::Ok();
   }
   if (fs::is_regular_file(abs, ec)) {
+    if (KindOf(abs.native(), *options) == sources::SourceKind::kNone)
+      options->console_globs.push_back(abs.native());
+    if (KindOf(abs.native(), *options) == sources::SourceKind::kConsole) {
+      jobs->push_back({abs.parent_path().native(), {abs.stem().native(), {abs.native()}}});
+      return Status::Ok();
+    }
     jobs->push_back({abs.parent_path().native(), {".", {abs.native()}}});
     return Status::Ok();
   }
@@ -42,10 +51,11 @@ Status Plan(const std::string& path, std::vector<Job>* jobs, Summary* summary) {
 }  // namespace
 
 Status IngestPaths(store::Store& store, const std::vector<std::string>& paths,
-                   const IngestOptions& options, Summary* summary,
+                   const IngestOptions& given, Summary* summary,
                    const std::function<void(const Progress&)>& on_progress) {
   std::vector<Job> jobs;
-  for (const auto& p : paths) TW_RETURN_IF_ERROR(Plan(p, &jobs, summary));
+  IngestOptions options = given;
+  for (const auto& p : paths) TW_RETURN_IF_ERROR(Plan(p, &jobs, summary, &options));
 
   Progress progress;
   for (const auto& j : jobs) {

@@ -26,7 +26,9 @@ struct Summary {
   std::vector<std::string> warnings;  // paths that could not be used at all
 };
 
-// Ingests each path (a logdir, or a single event file whose directory becomes the run ".").
+// Ingests each path (a logdir, or a single event file whose directory becomes the run "."; a
+// single file of no known format is read as a console log, the run named by its name without
+// the extension).
 // Returns a non-ok Status only when the store fails; problems with inputs land in
 // `summary->warnings` and the ingest_errors table.
 Status IngestPaths(store::Store& store, const std::vector<std::string>& paths,

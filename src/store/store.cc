@@ -113,8 +113,8 @@ Status Store::PrepareAll() {
       {&st_->update_source,
        "UPDATE sources SET size_seen = ?2, committed_offset = ?3, resyncing = ?4, "
        "resync_from = ?5, status = ?6, records = ?7, error_count = ?8, last_read = ?9, "
-       "head = ?10, last_record_num = ?11, tail_crc = ?12, wandb_step = ?13, wandb_wall = ?14 "
-       "WHERE source_id = ?1"},
+       "head = ?10, last_record_num = ?11, tail_crc = ?12, wandb_step = ?13, wandb_wall = ?14, "
+       "resume_state = ?15 WHERE source_id = ?1"},
       {&st_->insert_error,
        "INSERT INTO ingest_errors(source_id, path, offset, length, kind, detail, time) "
        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
@@ -229,7 +229,7 @@ namespace {
 constexpr const char* kSourceColumns =
     "SELECT source_id, run_id, path, generation, dev, ino, size_seen, committed_offset, "
     "resyncing, resync_from, status, records, error_count, head, last_record_num, "
-    "tail_crc, wandb_step, wandb_wall FROM sources ";
+    "tail_crc, wandb_step, wandb_wall, resume_state FROM sources ";
 
 Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
   Result<bool> row = s.Step();
@@ -256,6 +256,7 @@ Result<std::optional<SourceRow>> ReadOneSource(Stmt& s) {
     r.wandb_step = s.Int(16);
     r.wandb_wall = s.Real(17);
   }
+  if (!s.IsNull(18)) r.resume_state = s.Text(18);
   return std::optional<SourceRow>(std::move(r));
 }
 }  // namespace
@@ -356,6 +357,10 @@ Status Store::UpdateSource(const SourceRow& r) {
     st_->update_source.Bind(13, *r.wandb_step).Bind(14, r.wandb_wall);
   else
     st_->update_source.BindNull(13).BindNull(14);
+  if (r.resume_state)
+    st_->update_source.Bind(15, *r.resume_state);
+  else
+    st_->update_source.BindNull(15);
   return st_->update_source.Run();
 }
 

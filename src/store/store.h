@@ -42,6 +42,8 @@ struct SourceRow {
   // run's resume state; see sql/011_source_wandb_step.sql). None: not known.
   std::optional<int64_t> wandb_step;
   double wandb_wall = 0;
+  // A line format's own state beside the offset (sql/012_source_resume.sql). None: none kept.
+  std::optional<std::string> resume_state;
 };
 
 struct SeriesRow {

@@ -71,7 +71,7 @@ std::vector<std::string> InotifyWatcher::AddTree(const std::string& dir) {
     std::error_code e2;
     if (it->is_directory(e2)) {
       if (!it->is_symlink(e2)) AddOne(it->path().native());
-    } else if (fresh && sources::IsEventFileName(it->path().filename().native())) {
+    } else if (fresh && sources::IsSourcePath(it->path().native())) {
       files.push_back(it->path().native());
     }
   }
@@ -140,7 +140,7 @@ void InotifyWatcher::Handle(int wd, uint32_t mask, const std::string& name) {
     }
     return;
   }
-  if (sources::IsEventFileName(name)) on_file_(path);
+  if (sources::IsSourcePath(path)) on_file_(path);
 }
 
 }  // namespace tw::watch

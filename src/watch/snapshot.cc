@@ -30,7 +30,7 @@ Snapshot Walk(const std::vector<std::string>& roots) {
         if (!CanEnter(it->path().native())) snap.unreadable.push_back(it->path().native());
         continue;
       }
-      if (!sources::IsEventFileName(it->path().filename().native())) continue;
+      if (!sources::IsSourcePath(it->path().native())) continue;
       // Not only regular files: a FIFO named like an event file is posted too (once, as
       // anything new is), for the ingester to refuse it with one report.
       struct stat st;

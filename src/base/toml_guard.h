@@ -16,8 +16,8 @@
 
 #include "base/status.h"
 
-namespace tw::app {
+namespace tw {
 
 Status CheckTomlText(std::string_view text, const std::string& path);
 
-}  // namespace tw::app
+}  // namespace tw

@@ -1,8 +1,8 @@
-#include "app/toml_guard.h"
+#include "base/toml_guard.h"
 
 #include <algorithm>
 
-namespace tw::app {
+namespace tw {
 
 namespace {
 
@@ -164,4 +164,4 @@ Status CheckTomlText(std::string_view text, const std::string& path) {
   return Status::Ok();
 }
 
-}  // namespace tw::app
+}  // namespace tw
