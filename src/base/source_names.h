@@ -17,6 +17,8 @@ enum class SourceKind {
                 // wandb-events.jsonl)
   kConsole,     // a console log: W&B's files/output.log (other console logs are sources
                 // because the config or the command line names them, not by their names)
+  kHfState,     // an HF Trainer's trainer_state.json (in each checkpoint-N/, and the output
+                // directory's own at the end)
 };
 SourceKind KindOfPath(std::string_view path);
 // Whether `path` is a source by its path alone.
@@ -28,7 +30,8 @@ inline bool IsWandbJsonl(std::string_view path) {
 
 // The run directory of a source file: its directory, except for the JSON lines that some old
 // SDKs wrote into the run's files/ folder, and for console logs, each of which is a run of its
-// own named by its path without the extension (see docs/sources.md).
+// own named by its path without the extension, and for an HF Trainer's checkpoint-N/
+// directories, which are one run: the output directory holding them (see docs/sources.md).
 std::string RunDirOf(const std::string& path, SourceKind kind);
 inline std::string RunDirOf(const std::string& path) { return RunDirOf(path, KindOfPath(path)); }
 

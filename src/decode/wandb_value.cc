@@ -32,6 +32,8 @@ class Parser {
  public:
   explicit Parser(std::string_view s) : s_(s) {}
 
+  size_t position() const { return p_; }
+
   Status Parse(JsonNode* out) {
     if (!Value(out, 0)) return Error();
     Space();
@@ -221,9 +223,12 @@ const JsonNode* JsonNode::Find(std::string_view key) const {
   return nullptr;
 }
 
-Status ParseJson(std::string_view json, JsonNode* out) {
+Status ParseJson(std::string_view json, JsonNode* out, size_t* error_at) {
   *out = JsonNode{};
-  return Parser(json).Parse(out);
+  Parser parser(json);
+  Status s = parser.Parse(out);
+  if (!s.ok() && error_at) *error_at = parser.position();
+  return s;
 }
 
 WandbValueKind ClassifyWandbValue(const JsonNode& n) {

@@ -42,8 +42,8 @@ struct JsonMember {
 };
 
 // Parses one JSON document, NaN/Infinity allowed, nested at most 64 deep. The error says
-// what was wrong and at which byte.
-Status ParseJson(std::string_view json, JsonNode* out);
+// what was wrong and at which byte (also in *error_at, when given).
+Status ParseJson(std::string_view json, JsonNode* out, size_t* error_at = nullptr);
 
 // What a logged value is, once parsed.
 enum class WandbValueKind : uint8_t {

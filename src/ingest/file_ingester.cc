@@ -16,6 +16,7 @@
 #include "base/source_names.h"
 #include "ingest/batch.h"
 #include "ingest/console_ingester.h"
+#include "ingest/hf_state_ingester.h"
 #include "ingest/point_sink.h"
 #include "tfrecord/reader.h"
 #include "read/lines.h"
@@ -44,8 +45,14 @@ void Totals::Add(const Totals& o) {
 }
 
 namespace {
+// Formats whose writer rewrites the file whole (each version holds the one before).
+bool RewrittenWhole(sources::SourceKind kind) { return kind == sources::SourceKind::kHfState; }
+
 constexpr size_t kHeadBytes = 64;
 constexpr size_t kTailBytes = 4096;
+// Documents rewritten whole are read whole; an HF trainer state of a very long run with
+// evaluation every few steps is a few tens of MiB.
+constexpr int64_t kMaxDocumentBytes = int64_t{256} << 20;
 
 // CRC-32C of the up to kTailBytes before `offset`; none when they cannot be read.
 std::optional<int64_t> TailCrc(int fd, int64_t offset) {
@@ -69,6 +76,7 @@ FileIngester::FileIngester(store::Store& store, IngestOptions options)
     : store_(store), options_(std::move(options)) {
   if (!options_.profiles) options_.profiles = decode::ProfileSet::Load("", nullptr);
   console_ = std::make_unique<ConsoleIngester>(options_.profiles);
+  hf_state_ = std::make_unique<HfStateIngester>();
 }
 
 FileIngester::~FileIngester() = default;
@@ -243,6 +251,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   Result<std::optional<store::SourceRow>> found = store_.FindSource(path);
   if (!found.ok()) return found.status();
 
+  const sources::SourceKind kind = KindOf(path, options_);
   Batch b;
   b.fd = file.ok() ? file->fd() : -1;
   const std::string head = file.ok() ? file->Head(kHeadBytes) : std::string();
@@ -327,7 +336,9 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
       // The file was replaced or truncated in place: its old points stay, marked superseded.
       b.source.status = "replaced";
       Status s = store_.UpdateSource(b.source);
-      if (s.ok()) s = store_.MarkSourceSuperseded(b.source.source_id);
+      // A document rewritten whole holds its old points again: they stay, and only what is
+      // new in it is stored (each point once, whichever version holds it).
+      if (s.ok() && !RewrittenWhole(kind)) s = store_.MarkSourceSuperseded(b.source.source_id);
       // The old generation no longer counts: reload the run's live max steps and STARTs, or
       // the new file's first steps look like a writer going back to a checkpoint.
       if (s.ok()) s = run.Load();
@@ -359,7 +370,6 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
       if (Status s = store_.UpdateRunInfo(run.run_id(), info); !s.ok()) return fail(s);
     }
   }
-  const sources::SourceKind kind = KindOf(path, options_);
   if (kind == sources::SourceKind::kConsole) {
     if (b.source.committed_offset == 0) {
       store::RunInfo info;
@@ -372,6 +382,10 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     return read_with(reader, RecordHandler{&FileIngester::ProcessConsoleLine, false,
                                            &FileIngester::SaveConsoleState,
                                            &FileIngester::FinishConsole});
+  }
+  if (kind == sources::SourceKind::kHfState) {
+    file_wall_ = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    return ReadDocument(run, b, path, size, head, totals, &FileIngester::ProcessHfState);
   }
   if (kind == sources::SourceKind::kWandbJsonl) {
     read::LineReader reader(path, offset, scan);
@@ -386,6 +400,79 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   }
   tfrecord::FileReader reader(path, offset, scan);
   return read_with(reader, RecordHandler{&FileIngester::ProcessRecord, false});
+}
+
+// A JSON document the writer rewrites whole (HF's trainer_state.json): read whole whenever it
+// changed, from offset 0, in one transaction. The store's transaction is open on entry; on
+// return it is committed, or rolled back on failure.
+Status FileIngester::ReadDocument(RunState& run, Batch& b, const std::string& path, int64_t size,
+                                  const std::string& head, Totals* totals,
+                                  DocumentHandler handler) {
+  auto fail = [&](Status s) {
+    store_.Rollback();
+    return s;
+  };
+  b.totals.files_read = 1;
+  auto finish = [&]() -> Status {
+    b.source.size_seen = size;
+    if (head.size() > b.source.head.size()) b.source.head = head;
+    TW_RETURN_IF_ERROR(store_.UpdateSource(b.source));
+    TW_RETURN_IF_ERROR(store_.Commit());
+    totals->Add(b.totals);
+    return Status::Ok();
+  };
+  auto report = [&](int64_t offset, std::string_view kind, const std::string& detail) -> Status {
+    b.totals.errors++;
+    b.source.error_count++;
+    b.source.status = "rejected";  // read again when it changes (a new generation)
+    b.totals.files_rejected++;
+    return store_.InsertError(b.source.source_id, path, offset, 0, kind, detail);
+  };
+  if (size > kMaxDocumentBytes) {
+    Status s = report(0, "document_too_large",
+                      "a document of " + std::to_string(size) + " bytes, over the " +
+                          std::to_string(kMaxDocumentBytes >> 20) + " MiB read whole; not read");
+    if (s.ok()) s = finish();
+    return s.ok() ? s : fail(s);
+  }
+  std::string text(static_cast<size_t>(size), '\0');
+  Result<size_t> got = ReadAt(b.fd, path, text.data(), text.size(), 0);
+  if (!got.ok()) {
+    b.totals.errors++;
+    b.source.error_count++;
+    Status s = store_.InsertError(b.source.source_id, path, 0, 0, "read_failed", got.status().message());
+    if (s.ok()) s = finish();
+    return s.ok() ? s : fail(s);
+  }
+  text.resize(*got);
+  decode::JsonNode doc;
+  size_t error_at = 0;
+  Status parsed = decode::ParseJson(text, &doc, &error_at);
+  if (!parsed.ok()) {
+    // Being written (the writer truncates, then writes): the end is missing. A state, not an
+    // error: the next change reads it again.
+    const size_t last = text.find_last_not_of(" \t\r\n");
+    const bool truncated = last == std::string::npos || text[last] != '}' || error_at >= text.size();
+    Status s = truncated ? Status::Ok()
+                         : report(static_cast<int64_t>(error_at), "bad_json",
+                                  "not JSON: " + parsed.message() + "; read again when it changes");
+    if (truncated) b.totals.partial_tails++;
+    if (s.ok()) s = finish();
+    return s.ok() ? s : fail(s);
+  }
+  PointSink sink(*this, run, b);
+  if (Status s = (this->*handler)(sink, doc); !s.ok()) return fail(s);
+  b.source.committed_offset = static_cast<int64_t>(text.size());
+  b.source.tail_crc = TailCrc(b.fd, b.source.committed_offset);
+  b.source.records++;
+  b.totals.records++;
+  b.totals.bytes = static_cast<int64_t>(text.size());
+  if (Status s = finish(); !s.ok()) return fail(s);
+  return Status::Ok();
+}
+
+Status FileIngester::ProcessHfState(PointSink& sink, const decode::JsonNode& doc) {
+  return hf_state_->Document(sink, doc, file_wall_);
 }
 
 Status FileIngester::Refuse(RunState& run, const std::string& path, std::string_view kind,

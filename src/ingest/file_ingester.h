@@ -17,8 +17,8 @@
 #include "decode/classify.h"
 #include "decode/console_profiles.h"
 #include "decode/event.h"
-#include "decode/wandb_record.h"
 #include "decode/wandb_value.h"
+#include "decode/wandb_record.h"
 #include "ingest/discover.h"
 #include "store/store.h"
 
@@ -81,6 +81,7 @@ using ProgressFn = std::function<void(int64_t bytes)>;
 
 class PointSink;
 class ConsoleIngester;
+class HfStateIngester;
 
 class RunState {
  public:
@@ -213,6 +214,13 @@ class FileIngester {
   void SaveConsoleState(Batch& b);
   Status FinishConsole(RunState& run, Batch& b);
   std::unique_ptr<ConsoleIngester> console_;
+
+  // Documents rewritten whole (HF's trainer_state.json).
+  using DocumentHandler = Status (FileIngester::*)(PointSink& sink, const decode::JsonNode& doc);
+  Status ReadDocument(RunState& run, Batch& b, const std::string& path, int64_t size,
+                      const std::string& head, Totals* totals, DocumentHandler handler);
+  Status ProcessHfState(PointSink& sink, const decode::JsonNode& doc);
+  std::unique_ptr<HfStateIngester> hf_state_;
   double file_wall_ = 0;  // the file's mtime: when its lines were written, as near as known
 };
 

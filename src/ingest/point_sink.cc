@@ -51,4 +51,8 @@ Status PointSink::Info(const store::RunInfo& info) {
   return in_.store_.UpdateRunInfo(run_.run_id(), info);
 }
 
+Status PointSink::RunValue(std::string_view key, std::string_view json) {
+  return in_.store_.SetRunValue(store::RunValues::kSummary, run_.run_id(), key, json);
+}
+
 }  // namespace tw::ingest

@@ -34,6 +34,8 @@ class PointSink {
   // Damage or a record that does not decode: recorded with the file and offset, and counted.
   Status Problem(int64_t offset, int64_t length, std::string_view kind, std::string detail);
   Status Info(const store::RunInfo& info);
+  // One key of the run's summary (store::RunValues::kSummary), as JSON.
+  Status RunValue(std::string_view key, std::string_view json);
   // The format's own state beside the offset, committed with it.
   std::optional<std::string>& resume_state() { return b_.source.resume_state; }
   const std::string& path() const { return b_.source.path; }
