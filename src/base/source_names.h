@@ -19,7 +19,15 @@ enum class SourceKind {
                 // because the config or the command line names them, not by their names)
   kHfState,     // an HF Trainer's trainer_state.json (in each checkpoint-N/, and the output
                 // directory's own at the end)
+  kCsv,         // a metrics table: Lightning's metrics.csv, Ultralytics YOLO's results.csv
+  kMlflowMetric,  // one metric of a run in MLflow's file store:
+                  // <experiment id>/<32-hex run id>/metrics/<key, '/' as folders>
+  kMlflowDb,      // MLflow's SQLite tracking store, mlflow.db: many runs in one file
 };
+// The run directory (<experiment id>/<run id>) of an MLflow file-store metric, and the metric's
+// key ("val/loss"); empty when `path` is none.
+std::string_view MlflowRunDir(std::string_view path);
+std::string_view MlflowMetricKey(std::string_view path);
 SourceKind KindOfPath(std::string_view path);
 // Whether `path` is a source by its path alone.
 inline bool IsSourcePath(std::string_view path) { return KindOfPath(path) != SourceKind::kNone; }
@@ -30,7 +38,8 @@ inline bool IsWandbJsonl(std::string_view path) {
 
 // The run directory of a source file: its directory, except for the JSON lines that some old
 // SDKs wrote into the run's files/ folder, and for console logs, each of which is a run of its
-// own named by its path without the extension, and for an HF Trainer's checkpoint-N/
+// own named by its path without the extension, mlflow.db, whose runs are named below its own
+// path (the path itself here), and for an HF Trainer's checkpoint-N/
 // directories, which are one run: the output directory holding them (see docs/sources.md).
 std::string RunDirOf(const std::string& path, SourceKind kind);
 inline std::string RunDirOf(const std::string& path) { return RunDirOf(path, KindOfPath(path)); }

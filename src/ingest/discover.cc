@@ -1,5 +1,7 @@
 #include "ingest/discover.h"
 
+#include "ingest/file_ingester.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,7 +17,10 @@ namespace tw::ingest {
 namespace fs = std::filesystem;
 
 Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
-                                                std::vector<std::string>* warnings) {
+                                                std::vector<std::string>* warnings,
+                                                const std::vector<std::string>& console_globs) {
+  IngestOptions kinds;
+  kinds.console_globs = console_globs;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return NotFound(root + ": not a directory");
   struct Found {
@@ -38,13 +43,14 @@ Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
       if (warnings) warnings->push_back(p.native() + ": permission denied; the event files below it are not read");
       continue;
     }
-    if (!sources::IsSourcePath(p.native())) continue;
+    const sources::SourceKind kind = KindOf(p.native(), kinds);
+    if (kind == sources::SourceKind::kNone) continue;
     if (!it->is_regular_file(fec)) {
       if (warnings && !it->is_directory(fec) && it->exists(fec))
         warnings->push_back(p.native() + ": named like an event file but not a regular file; not read");
       continue;
     }
-    fs::path rel = fs::path(sources::RunDirOf(p.native())).lexically_relative(root);
+    fs::path rel = fs::path(sources::RunDirOf(p.native(), kind)).lexically_relative(root);
     Found f{rel.empty() ? "." : rel.native(), p.native(), it->is_symlink(fec)};
     // W&B's sync_tensorboard links (or copies) event files into the run's files/: the same
     // file under two paths is read once, under the path that is not a link.

@@ -22,7 +22,9 @@ struct DiscoveredRun {
 // Walks `root` (absolute, canonical) recursively. Unreadable subdirectories are skipped and
 // reported in `warnings`, as are paths named like event files that are not regular files (a
 // FIFO); symlinked directories are not followed (no loops).
+// `console_globs`: files matching one are console logs (IngestOptions::console_globs).
 Result<std::vector<DiscoveredRun>> DiscoverRuns(const std::string& root,
-                                                std::vector<std::string>* warnings);
+                                                std::vector<std::string>* warnings,
+                                                const std::vector<std::string>& console_globs = {});
 
 }  // namespace tw::ingest

@@ -9,14 +9,20 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "base/crc32c.h"
 #include "base/file_io.h"
+#include "base/json.h"
 #include "base/source_names.h"
 #include "ingest/batch.h"
 #include "ingest/console_ingester.h"
+#include "ingest/csv_ingester.h"
+#include "ingest/mlflow_db_ingester.h"
+#include "ingest/mlflow_ingester.h"
 #include "ingest/hf_state_ingester.h"
+#include "decode/flat_yaml.h"
 #include "ingest/point_sink.h"
 #include "tfrecord/reader.h"
 #include "read/lines.h"
@@ -42,11 +48,10 @@ void Totals::Add(const Totals& o) {
   errors += o.errors;
   partial_tails += o.partial_tails;
   restarts += o.restarts;
+  other_runs.insert(other_runs.end(), o.other_runs.begin(), o.other_runs.end());
 }
 
 namespace {
-// Formats whose writer rewrites the file whole (each version holds the one before).
-bool RewrittenWhole(sources::SourceKind kind) { return kind == sources::SourceKind::kHfState; }
 
 constexpr size_t kHeadBytes = 64;
 constexpr size_t kTailBytes = 4096;
@@ -77,6 +82,8 @@ FileIngester::FileIngester(store::Store& store, IngestOptions options)
   if (!options_.profiles) options_.profiles = decode::ProfileSet::Load("", nullptr);
   console_ = std::make_unique<ConsoleIngester>(options_.profiles);
   hf_state_ = std::make_unique<HfStateIngester>();
+  csv_ = std::make_unique<CsvIngester>();
+  mlflow_ = std::make_unique<MlflowIngester>();
 }
 
 FileIngester::~FileIngester() = default;
@@ -90,6 +97,7 @@ Status FileIngester::ProcessConsoleLine(RunState& run, Batch& b, std::string_vie
 void FileIngester::SaveConsoleState(Batch& b) { b.source.resume_state = console_->State(); }
 
 Status FileIngester::FinishConsole(RunState& run, Batch& b) {
+  if (!options_.files_complete) return Status::Ok();  // more lines may come: they wait
   PointSink sink(*this, run, b);
   return console_->Finish(sink, file_wall_);
 }
@@ -282,9 +290,12 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   std::string replaced_why = "file shrank or was replaced";
   if (*found) {
     b.source = **found;
+    // A database is written in place all the time: its identity is its inode alone (its
+    // offset is a rowid, its head and tail change with every write).
+    const bool database = kind == sources::SourceKind::kMlflowDb;
     const bool same_file = b.source.dev == dev && b.source.ino == ino &&
-                           size >= b.source.committed_offset &&
-                           SameFileHead(b.source.head, head);
+                           (database || (size >= b.source.committed_offset &&
+                                         SameFileHead(b.source.head, head)));
     if (same_file && b.source.status == "rejected") {
       // Reported once already. A file that grew keeping its head (a text file appended to)
       // is still the file that was rejected: reading it again would report it again at
@@ -336,9 +347,14 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
       // The file was replaced or truncated in place: its old points stay, marked superseded.
       b.source.status = "replaced";
       Status s = store_.UpdateSource(b.source);
-      // A document rewritten whole holds its old points again: they stay, and only what is
-      // new in it is stored (each point once, whichever version holds it).
-      if (s.ok() && !RewrittenWhole(kind)) s = store_.MarkSourceSuperseded(b.source.source_id);
+      // A document rewritten whole, or a table rewritten in place, holds its old points
+      // again: they stay, and only what is new in it is stored.
+      const bool in_place = b.source.dev == dev && b.source.ino == ino;
+      const bool keeps_old = kind == sources::SourceKind::kHfState ||
+                             (kind == sources::SourceKind::kCsv && in_place);
+      if (s.ok() && !keeps_old) s = store_.MarkSourceSuperseded(b.source.source_id);
+      if (kind == sources::SourceKind::kCsv && in_place)
+        fresh.resume_state = CsvIngester::NextGeneration(b.source.resume_state);
       // The old generation no longer counts: reload the run's live max steps and STARTs, or
       // the new file's first steps look like a writer going back to a checkpoint.
       if (s.ok()) s = run.Load();
@@ -383,16 +399,32 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
                                            &FileIngester::SaveConsoleState,
                                            &FileIngester::FinishConsole});
   }
+  if (kind == sources::SourceKind::kCsv) {
+    csv_->Resume(b.source.resume_state);
+    file_wall_ = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    read::LineReader reader(path, offset, scan);
+    // Lightning's hparams.yaml beside it is read with the table, in its transaction.
+    return read_with(reader, RecordHandler{&FileIngester::ProcessCsvLine, false,
+                                           &FileIngester::SaveCsvState,
+                                           &FileIngester::LoadHParamsYaml});
+  }
+  if (kind == sources::SourceKind::kMlflowDb) return ReadMlflowDb(run, b, path, totals, more);
+  if (kind == sources::SourceKind::kMlflowMetric) {
+    read::LineReader reader(path, offset, scan);
+    return read_with(reader, RecordHandler{&FileIngester::ProcessMlflowLine, false, nullptr,
+                                           &FileIngester::LoadMlflowRunFiles});
+  }
   if (kind == sources::SourceKind::kHfState) {
     file_wall_ = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
     return ReadDocument(run, b, path, size, head, totals, &FileIngester::ProcessHfState);
   }
   if (kind == sources::SourceKind::kWandbJsonl) {
     read::LineReader reader(path, offset, scan);
-    TW_RETURN_IF_ERROR(read_with(reader, RecordHandler{&FileIngester::ProcessWandbLine, true}));
     // The run's config.yaml and wandb-summary.json are rewritten whole, not appended to:
-    // read whenever the history grows.
-    return path.ends_with("wandb-history.jsonl") ? LoadLegacySideFiles(run, path) : Status::Ok();
+    // read whenever the history grows, committed with it.
+    const bool history = path.ends_with("wandb-history.jsonl");
+    return read_with(reader, RecordHandler{&FileIngester::ProcessWandbLine, true, nullptr,
+                                           history ? &FileIngester::LoadLegacySideFiles : nullptr});
   }
   if (kind == sources::SourceKind::kWandbLog) {
     wandb::FileReader reader(path, offset, scan);
@@ -468,6 +500,170 @@ Status FileIngester::ReadDocument(RunState& run, Batch& b, const std::string& pa
   b.totals.records++;
   b.totals.bytes = static_cast<int64_t>(text.size());
   if (Status s = finish(); !s.ok()) return fail(s);
+  return Status::Ok();
+}
+
+Status FileIngester::ProcessCsvLine(RunState& run, Batch& b, std::string_view line,
+                                    int64_t offset) {
+  PointSink sink(*this, run, b);
+  return csv_->Line(sink, line, offset, file_wall_);
+}
+
+void FileIngester::SaveCsvState(Batch& b) { b.source.resume_state = csv_->State(); }
+
+Status FileIngester::LoadHParamsYaml(RunState& run, Batch& b) {
+  const std::string path = sources::RunDirOf(b.source.path, sources::SourceKind::kCsv) + "/hparams.yaml";
+  Result<InputFile> f = InputFile::Open(path);
+  if (!f.ok()) return Status::Ok();  // none (YOLO), or not a regular file: nothing to read
+  const std::string text = f->Head(64 << 10);  // hyperparameters: a few hundred bytes
+  std::vector<model::HParam> hparams;
+  for (const auto& [key, json] : decode::ParseFlatYaml(text)) {
+    model::HParam p;
+    p.key = key;
+    decode::JsonNode v;
+    if (!decode::ParseJson(json, &v).ok()) continue;
+    if (v.type == decode::JsonNode::Type::kNumber) {
+      p.type = model::HParam::Type::kNumber;
+      p.number = v.number;
+    } else if (v.type == decode::JsonNode::Type::kBool) {
+      p.type = model::HParam::Type::kBool;
+      p.number = v.number;
+    } else if (v.type == decode::JsonNode::Type::kString) {
+      p.type = model::HParam::Type::kString;
+      p.text = v.text;
+    }
+    hparams.push_back(std::move(p));
+  }
+  for (const auto& p : hparams) TW_RETURN_IF_ERROR(store_.UpsertHParam(run.run_id(), p));
+  return Status::Ok();
+}
+
+Status FileIngester::ProcessMlflowLine(RunState& run, Batch& b, std::string_view line,
+                                       int64_t offset) {
+  PointSink sink(*this, run, b);
+  return mlflow_->Line(sink, sources::MlflowMetricKey(b.source.path), line, offset);
+}
+
+Status FileIngester::LoadMlflowRunFiles(RunState& run, Batch& b) {
+  PointSink sink(*this, run, b);
+  return mlflow_->RunFiles(sink, std::string(sources::MlflowRunDir(b.source.path)));
+}
+
+// mlflow.db: rows past the committed rowid, in transactions of batch_points rows, each run's
+// facts refreshed at the end. The store's transaction is open on entry; on return it is
+// committed, or rolled back on failure.
+Status FileIngester::ReadMlflowDb(RunState& container, Batch& b, const std::string& path,
+                                  Totals* totals, bool* more) {
+  auto fail = [&](Status s) {
+    store_.Rollback();
+    return s;
+  };
+  b.totals.files_read = 1;
+  Result<std::unique_ptr<store::Db>> db = OpenMlflowDb(path);
+  if (!db.ok()) {
+    // Said once for this file (a rejected source), until another file takes its place.
+    b.totals.errors++;
+    b.source.error_count++;
+    b.source.status = "rejected";
+    b.totals.files_rejected++;
+    Status s = store_.InsertError(b.source.source_id, path, 0, 0, "bad_mlflow_db", db.status().message());
+    if (s.ok()) s = store_.UpdateSource(b.source);
+    if (s.ok()) s = store_.Commit();
+    if (!s.ok()) return fail(s);
+    totals->Add(b.totals);
+    return Status::Ok();
+  }
+  if (b.source.committed_offset == 0) {  // the database's own run holds no points: said so
+    store::RunInfo info;
+    info.format = "mlflow";
+    if (Status s = store_.UpdateRunInfo(container.run_id(), info); !s.ok()) return fail(s);
+  }
+  // The runs are named below the database's own name: "<db path>/<experiment>/<run name>".
+  std::string prefix;
+  if (Result<store::Stmt> q = store_.db().Prepare("SELECT name FROM runs WHERE run_id = ?1"); q.ok()) {
+    q->Bind(1, container.run_id());
+    if (Result<bool> row = q->Step(); row.ok() && *row) prefix = q->Text(0);
+  }
+  std::map<std::string, std::unique_ptr<RunState>> runs;  // by run_uuid
+  auto run_of = [&](const std::string& uuid, const std::string& experiment,
+                    const std::string& name) -> Result<RunState*> {
+    auto it = runs.find(uuid);
+    if (it != runs.end()) return it->second.get();
+    Result<int64_t> id = store_.EnsureRun(container.root(), prefix + "/" + (experiment.empty() ? "0" : experiment) +
+                                                                "/" + (name.empty() ? uuid : name));
+    if (!id.ok()) return id.status();
+    auto state = std::make_unique<RunState>(store_, *id, container.root());
+    TW_RETURN_IF_ERROR(state->Load());
+    RunState* raw = state.get();
+    runs.emplace(uuid, std::move(state));
+    if (*id != container.run_id()) b.totals.other_runs.push_back(*id);
+    return raw;
+  };
+  const int64_t start = b.source.committed_offset;
+  for (;;) {
+    Result<std::vector<MlflowRow>> rows = MlflowRowsAfter(**db, b.source.committed_offset, options_.batch_points);
+    if (!rows.ok()) {
+      b.totals.errors++;
+      b.source.error_count++;
+      Status s = store_.InsertError(b.source.source_id, path, b.source.committed_offset, 0,
+                                    "read_failed", rows.status().message());
+      if (!s.ok()) return fail(s);
+      break;
+    }
+    for (const MlflowRow& r : *rows) {
+      Result<RunState*> run = run_of(r.run_uuid, r.experiment, r.run_name);
+      if (!run.ok()) return fail(run.status());
+      PointSink sink(*this, **run, b);
+      if (Status s = sink.Scalar(r.key, r.step, r.wall, r.value, r.rowid, 0); !s.ok()) return fail(s);
+      b.source.committed_offset = r.rowid;
+      b.source.records++;
+      b.totals.records++;
+    }
+    if (static_cast<int64_t>(rows->size()) < options_.batch_points) break;
+    const bool stopping = options_.stop && options_.stop->load();
+    const bool turn_over = options_.max_bytes_per_call > 0 &&
+                           b.source.committed_offset - start >= options_.max_bytes_per_call;
+    if (stopping || turn_over) {
+      if (more) *more = true;
+      break;
+    }
+    if (Status s = store_.UpdateSource(b.source); !s.ok()) return fail(s);
+    if (Status s = store_.Commit(); !s.ok()) return fail(s);
+    if (Status s = store_.Begin(); !s.ok()) return s;
+  }
+  // Every run's facts, each call: a run's status changes when it ends, after its last metric.
+  Result<store::Stmt> all = (*db)->Prepare("SELECT run_uuid FROM runs ORDER BY run_uuid LIMIT 10000");
+  std::vector<std::string> uuids;
+  for (; all.ok();) {
+    Result<bool> row = all->Step();
+    if (!row.ok() || !*row) break;
+    uuids.push_back(all->Text(0));
+  }
+  for (const auto& uuid : uuids) {
+    Result<MlflowRunFacts> f = MlflowFacts(**db, uuid);
+    if (!f.ok()) break;
+    Result<RunState*> run = run_of(uuid, f->experiment, f->run_name);
+    if (!run.ok()) return fail(run.status());
+    PointSink sink(*this, **run, b);
+    store::RunInfo info;
+    info.format = "mlflow";
+    info.external_id = uuid;
+    if (!f->run_name.empty()) info.display_name = f->run_name;
+    if (!f->experiment.empty()) info.project = f->experiment;
+    info.start_time = f->start_time;
+    Status s = sink.Info(info);
+    if (s.ok() && !f->status.empty()) s = sink.RunValue("mlflow.status", JsonQuote(f->status));
+    if (s.ok() && f->end_time) s = sink.RunValue("mlflow.end_time", JsonNumber(*f->end_time));
+    for (const auto& [key, value] : f->params)
+      if (s.ok()) s = sink.HParam(MlflowParam(key, value));
+    for (const auto& [key, value] : f->tags)
+      if (s.ok()) s = sink.ConfigValue(key, JsonQuote(value));
+    if (!s.ok()) return fail(s);
+  }
+  b.source.size_seen = b.source.committed_offset;
+  if (Status s = store_.UpdateSource(b.source); !s.ok()) return fail(s);
+  if (Status s = store_.Commit(); !s.ok()) return fail(s);
+  totals->Add(b.totals);
   return Status::Ok();
 }
 
@@ -626,8 +822,8 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader,
     }
   }
   const bool paused_early = more && *more;
-  if (handler.finish && options_.files_complete && !paused_early && reader.status().ok()) {
-    if (Status s = (this->*handler.finish)(run, b); !s.ok()) return fail(s);
+  if (handler.at_end && !paused_early && reader.status().ok()) {
+    if (Status s = (this->*handler.at_end)(run, b); !s.ok()) return fail(s);
   }
   if (!reader.status().ok()) {
     b.totals.errors++;

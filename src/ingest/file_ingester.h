@@ -44,6 +44,9 @@ struct Totals {
   int64_t errors = 0;
   int64_t partial_tails = 0;  // files ending in a record not yet complete
   int64_t restarts = 0;
+  // Runs other than the file's own that this read stored points or facts in (mlflow.db holds
+  // many runs): the daemon hands them to diagnosis too.
+  std::vector<int64_t> other_runs;
 
   void Add(const Totals& o);
   // One scalar stored: counted, and among the non-finite ones when it is.
@@ -82,6 +85,8 @@ using ProgressFn = std::function<void(int64_t bytes)>;
 class PointSink;
 class ConsoleIngester;
 class HfStateIngester;
+class CsvIngester;
+class MlflowIngester;
 
 class RunState {
  public:
@@ -158,8 +163,10 @@ class FileIngester {
     bool wandb_resume;  // the run's W&B step and wall time are committed with the offset
     // Writes the format's own state into the source row, to be committed with the offset.
     void (FileIngester::*save_state)(Batch& b) = nullptr;
-    // At the end of a file that will not grow (IngestOptions::files_complete).
-    Status (FileIngester::*finish)(RunState& run, Batch& b) = nullptr;
+    // At the end of a read (not one paused for its turn), before its last commit and in its
+    // transaction: what must be committed with the offset (a W&B run's side files, the
+    // console lines still waiting when the log is whole).
+    Status (FileIngester::*at_end)(RunState& run, Batch& b) = nullptr;
   };
   template <typename Reader>
   Status ReadRecords(RunState& run, Batch& b, Reader& reader, const RecordHandler& handler,
@@ -196,7 +203,7 @@ class FileIngester {
   Status RewindIfBack(RunState& run, Batch& b, const std::vector<std::string>& names,
                       int64_t step, double wall, int64_t offset);
   Status ProcessWandbLine(RunState& run, Batch& b, std::string_view line, int64_t offset);
-  Status LoadLegacySideFiles(RunState& run, const std::string& history_path);
+  Status LoadLegacySideFiles(RunState& run, Batch& b);
   Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                             decode::Kind kind);
   friend class PointSink;
@@ -221,6 +228,20 @@ class FileIngester {
                       const std::string& head, Totals* totals, DocumentHandler handler);
   Status ProcessHfState(PointSink& sink, const decode::JsonNode& doc);
   std::unique_ptr<HfStateIngester> hf_state_;
+
+  // Metrics tables (csv_ingester.h) and Lightning's hparams.yaml beside them.
+  Status ProcessCsvLine(RunState& run, Batch& b, std::string_view line, int64_t offset);
+  void SaveCsvState(Batch& b);
+  Status LoadHParamsYaml(RunState& run, Batch& b);
+  std::unique_ptr<CsvIngester> csv_;
+
+  // MLflow's file store (mlflow_ingester.h).
+  Status ProcessMlflowLine(RunState& run, Batch& b, std::string_view line, int64_t offset);
+  Status LoadMlflowRunFiles(RunState& run, Batch& b);
+  std::unique_ptr<MlflowIngester> mlflow_;
+  // mlflow.db (mlflow_db_ingester.h): one file, many runs.
+  Status ReadMlflowDb(RunState& container, Batch& b, const std::string& path, Totals* totals,
+                      bool* more);
   double file_wall_ = 0;  // the file's mtime: when its lines were written, as near as known
 };
 

@@ -35,10 +35,14 @@ Status Plan(const std::string& path, std::vector<Job>* jobs, Summary* summary,
       jobs->push_back({abs.parent_path().native(), {abs.stem().native(), {abs.native()}}});
       return Status::Ok();
     }
-    jobs->push_back({abs.parent_path().native(), {".", {abs.native()}}});
+    // mlflow.db holds many runs, named below the file's own name.
+    const bool database = KindOf(abs.native(), *options) == sources::SourceKind::kMlflowDb;
+    jobs->push_back({abs.parent_path().native(),
+                     {database ? abs.filename().native() : ".", {abs.native()}}});
     return Status::Ok();
   }
-  Result<std::vector<DiscoveredRun>> runs = DiscoverRuns(abs.native(), &summary->warnings);
+  Result<std::vector<DiscoveredRun>> runs =
+      DiscoverRuns(abs.native(), &summary->warnings, options->console_globs);
   if (!runs.ok()) {
     summary->warnings.push_back(runs.status().message());
     return Status::Ok();

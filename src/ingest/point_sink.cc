@@ -55,4 +55,10 @@ Status PointSink::RunValue(std::string_view key, std::string_view json) {
   return in_.store_.SetRunValue(store::RunValues::kSummary, run_.run_id(), key, json);
 }
 
+Status PointSink::ConfigValue(std::string_view key, std::string_view json) {
+  return in_.store_.SetRunValue(store::RunValues::kConfig, run_.run_id(), key, json);
+}
+
+Status PointSink::HParam(const model::HParam& p) { return in_.store_.UpsertHParam(run_.run_id(), p); }
+
 }  // namespace tw::ingest

@@ -36,6 +36,9 @@ class PointSink {
   Status Info(const store::RunInfo& info);
   // One key of the run's summary (store::RunValues::kSummary), as JSON.
   Status RunValue(std::string_view key, std::string_view json);
+  // One key of the run's config (store::RunValues::kConfig), as JSON.
+  Status ConfigValue(std::string_view key, std::string_view json);
+  Status HParam(const model::HParam& p);
   // The format's own state beside the offset, committed with it.
   std::optional<std::string>& resume_state() { return b_.source.resume_state; }
   const std::string& path() const { return b_.source.path; }

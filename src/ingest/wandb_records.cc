@@ -426,35 +426,28 @@ Status FileIngester::WandbDefineMetric(RunState& run, Batch& b, int64_t offset) 
 
 namespace tw::ingest {
 
-Status FileIngester::LoadLegacySideFiles(RunState& run, const std::string& history_path) {
-  const std::string dir = sources::RunDirOf(history_path);
+// In the history's transaction (RecordHandler::at_end): committed with its offset, so a read
+// that fails (disk full) reads them again with the history.
+Status FileIngester::LoadLegacySideFiles(RunState& run, Batch& b) {
+  const std::string dir = sources::RunDirOf(b.source.path);
   const decode::LegacyFiles files = decode::ReadLegacyFiles(dir);
   if (files.config_yaml.empty() && files.summary_json.empty()) return Status::Ok();
-  TW_RETURN_IF_ERROR(store_.Begin());
-  auto fail = [&](Status s) {
-    store_.Rollback();
-    return s;
-  };
   std::vector<decode::HParam> hparams;
   for (const auto& [key, value] : decode::ParseConfigYaml(files.config_yaml)) {
-    if (Status s = store_.SetRunValue(store::RunValues::kConfig, run.run_id(), key, value); !s.ok())
-      return fail(s);
+    TW_RETURN_IF_ERROR(store_.SetRunValue(store::RunValues::kConfig, run.run_id(), key, value));
     JsonNode node;
     if (decode::ParseJson(value, &node).ok()) ConfigHParams(key, node, 0, &hparams);
   }
-  for (const auto& p : hparams)
-    if (Status s = store_.UpsertHParam(run.run_id(), p); !s.ok()) return fail(s);
+  for (const auto& p : hparams) TW_RETURN_IF_ERROR(store_.UpsertHParam(run.run_id(), p));
   if (!files.summary_json.empty()) {
     Result<decode::KeyValues> summary = decode::ParseSummaryJson(files.summary_json);
-    Status s = summary.ok() ? Status::Ok()
-                            : store_.InsertError(std::nullopt, dir + "/wandb-summary.json", 0, 0,
-                                                 "bad_summary", summary.status().message());
-    for (size_t i = 0; s.ok() && summary.ok() && i < summary->size(); ++i)
-      s = store_.SetRunValue(store::RunValues::kSummary, run.run_id(), (*summary)[i].first,
-                             (*summary)[i].second);
-    if (!s.ok()) return fail(s);
+    if (!summary.ok())
+      return store_.InsertError(std::nullopt, dir + "/wandb-summary.json", 0, 0, "bad_summary",
+                                summary.status().message());
+    for (const auto& [key, value] : *summary)
+      TW_RETURN_IF_ERROR(store_.SetRunValue(store::RunValues::kSummary, run.run_id(), key, value));
   }
-  return store_.Commit();
+  return Status::Ok();
 }
 
 }  // namespace tw::ingest
