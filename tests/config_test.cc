@@ -1,6 +1,7 @@
 // The daemon's configuration: the TOML file (app::LoadConfigFile), flags on top
 // (app::BuildConfig), the checks only this machine can make (app::Validate), and the binary's
 // exit status 78 with the message on stderr.
+#include <fnmatch.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -568,6 +569,116 @@ TEST_F(Config, NotifyGroupingMistakesNameFileAndLine) {
   expect("[notify]\nmax_age_hours = 1\n" + slack + "digest_minutes = 60\n",
          ":7: channel 's': messages would wait for their group longer than [notify] max_age_hours allows");
   ::unsetenv("TW_TEST_HOOK");
+}
+
+// [[console]]: absolute globs of console logs, each read under the directory before its first
+// wildcard (its root); the split honours escapes and normalizes the path as roots are.
+TEST_F(Config, ConsoleGlobsLoadWithTheirRoots) {
+  Result<app::Config> c = Load("[[console]]\nglob = \"/scratch/*/slurm-*.out\"\n\n[[console]]\n"
+                               "glob = \"/home/a//runs/./train.log\"\n[ingest]\nprofiles_dir = \"profiles\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->console.size(), 2u);
+  EXPECT_EQ(c->console[0].glob, "/scratch/*/slurm-*.out");
+  EXPECT_EQ(c->console[0].root, "/scratch");
+  EXPECT_EQ(c->console[0].line, 2);
+  EXPECT_EQ(c->console[1].glob, "/home/a/runs/train.log");
+  EXPECT_EQ(c->console[1].root, "/home/a/runs");
+  EXPECT_EQ(c->console[1].line, 5);
+  EXPECT_EQ(c->profiles_dir, dir_ / "profiles");  // relative to the file, as [rules] dir
+  EXPECT_EQ(c->profiles, nullptr);                 // loaded by Validate
+
+  using Split = std::pair<std::string, std::string>;
+  EXPECT_EQ(app::SplitGlobRoot("/scratch/*/slurm-*.out"), Split("/scratch", "*/slurm-*.out"));
+  EXPECT_EQ(app::SplitGlobRoot("/x.log"), Split("/", "x.log"));
+  EXPECT_EQ(app::SplitGlobRoot("/*/x.log"), Split("/", "*/x.log"));
+  EXPECT_EQ(app::SplitGlobRoot("/a/b?/c/*.log"), Split("/a", "b?/c/*.log"));
+  EXPECT_EQ(app::SplitGlobRoot("/a/[bc]/d.log"), Split("/a", "[bc]/d.log"));
+  EXPECT_EQ(app::SplitGlobRoot("/data/run\\[1\\]/*.log"), Split("/data/run[1]", "*.log"));
+}
+
+TEST_F(Config, ConsoleMistakesNameFileAndLine) {
+  const auto expect = [&](const std::string& text, const std::string& want) {
+    const std::string msg = LoadError(text);
+    EXPECT_NE(msg.find(path_ + want), std::string::npos) << "want: " << want << "\ngot: " << msg;
+  };
+  expect("[watch]\nroots = []\n\n[[console]]\nglob = \"logs/*.out\"\n",
+         ":5: [[console]] glob 'logs/*.out' must be an absolute path (it is matched against absolute paths)");
+  expect("[[console]]\nglob = \"\"\n", ":2: [[console]] needs a glob: an absolute path pattern");
+  expect("\n[[console]]\n", ":2: [[console]] needs a glob");
+  expect("[[console]]\nglob = 5\n", ":2: [[console]] glob must be a string (an absolute path glob), got an integer");
+  expect("[[console]]\nglob = \"/a/*.log\"\nprofiles = \"x\"\n", ":3: unknown key 'profiles' in [[console]]");
+  expect("[console]\nglob = \"/a/*.log\"\n", ":1: 'console' must be an array of tables: [[console]]");
+  expect("[[console]]\nglob = \"/scratch/*/\"\n", ":2: [[console]] glob '/scratch/*/' names a directory");
+  expect("[ingest]\nprofiles_dir = 3\n",
+         ":2: [ingest] profiles_dir must be a string (a directory of console profiles, *.toml), got an integer");
+}
+
+// Validate resolves a glob's root as it resolves roots (canonical: the path the ingester compares
+// a file's real path with) and writes the glob under it, escaping what glob(3) would take for a
+// wildcard; a root that is no directory is an error naming the file and line. Console globs
+// alone are enough to run.
+TEST_F(Config, ValidateResolvesConsoleRootsAndNeedsThemToExist) {
+  fs::create_directories(dir_ / "real/a[1]");
+  fs::create_directory_symlink(dir_ / "real", dir_ / "link");
+  const std::string real = fs::canonical(dir_ / "real").native();
+  Result<app::Config> c = Load("[store]\npath = \"tw.db\"\n[[console]]\nglob = \"" + (dir_ / "link") +
+                               "/*/slurm-*.out\"\n[[console]]\nglob = \"" + (dir_ / "link") + "/a\\\\[1\\\\]/*.log\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->roots.empty());
+  Status st = app::Validate(&*c);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(c->console.size(), 2u);
+  EXPECT_EQ(c->console[0].root, real);
+  EXPECT_EQ(c->console[0].glob, real + "/*/slurm-*.out");
+  EXPECT_EQ(c->console[1].root, real + "/a[1]");
+  EXPECT_EQ(c->console[1].glob, real + "/a\\[1]/*.log");
+  EXPECT_EQ(::fnmatch(c->console[1].glob.c_str(), (real + "/a[1]/x.log").c_str(), FNM_PATHNAME), 0);
+  EXPECT_NE(::fnmatch(c->console[1].glob.c_str(), (real + "/a1/x.log").c_str(), FNM_PATHNAME), 0);
+  app::Config again = *c;  // idempotent
+  ASSERT_TRUE(app::Validate(&again).ok());
+  EXPECT_EQ(again.console, c->console);
+
+  c = Load("[store]\npath = \"tw.db\"\n\n[[console]]\nglob = \"" + (dir_ / "nowhere") + "/*.out\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  st = app::Validate(&*c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(path_ + ":5: [[console]] glob '" + (dir_ / "nowhere") + "/*.out': its directory '" +
+                              (dir_ / "nowhere") + "' is not a directory"),
+            std::string::npos)
+      << st.message();
+}
+
+// [ingest] profiles_dir: the user's profiles load at Validate (before the built-ins); one that
+// does not load refuses the configuration, naming its file and line.
+TEST_F(Config, ProfilesDirLoadsAndABrokenProfileIsAnError) {
+  WriteFile(dir_ / "profiles/mine.toml",
+            "name = \"mytrainer\"\n[[line]]\nmatch = '^STEP \\d+ '\nstep = '^STEP (\\d+)'\n"
+            "pairs = '\\b(\\w+)=({number})'\n");
+  Result<app::Config> c = Load("[store]\npath = \"tw.db\"\n[watch]\nroots = [\"logs\"]\n[ingest]\n"
+                               "profiles_dir = \"profiles\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Status st = app::Validate(&*c);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_NE(c->profiles, nullptr);
+  ASSERT_FALSE(c->profiles->names().empty());
+  EXPECT_EQ(c->profiles->names().front(), "mytrainer");
+
+  WriteFile(dir_ / "profiles/zbroken.toml", "name = \"broken\"\n[[line]]\nmatch = '(unclosed'\n");
+  c = Load("[store]\npath = \"tw.db\"\n[watch]\nroots = [\"logs\"]\n[ingest]\nprofiles_dir = \"profiles\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  st = app::Validate(&*c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(path_ + ": [ingest] profiles_dir: " + (dir_ / "profiles/zbroken.toml") + ":"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("match is not a regex"), std::string::npos) << st.message();
+
+  c = Load("[store]\npath = \"tw.db\"\n[watch]\nroots = [\"logs\"]\n[ingest]\nprofiles_dir = \"none\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  st = app::Validate(&*c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("[ingest] profiles_dir '" + (dir_ / "none") + "' is not a directory"), std::string::npos)
+      << st.message();
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The pure parts of the daemon: the rescan's snapshot diff and the work queue.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <thread>
 
@@ -51,6 +53,39 @@ TEST(Snapshot, ReplacedFileOfTheSameSizeIsStillAChange) {
   WriteFile(dir / "tmp", "SAME");
   fs::rename(dir / "tmp", a);  // a new inode at the same path
   EXPECT_EQ(watch::Diff(before, watch::Walk({dir.path()})), (std::vector<std::string>{a}));
+}
+
+// [[console]] globs: regular files only (a symlink to one followed, for the ingester to judge),
+// '*' not crossing '/', at most so many a glob (the first in name order), and a snapshot as
+// stable as a walk's, so an unchanged log is not posted again.
+TEST(Snapshot, GlobMatchesAreRegularFilesUpToALimit) {
+  TempDir dir;
+  for (const char* f : {"j1/slurm-1.out", "j2/slurm-2.out", "j3/slurm-3.out", "j1/notes.txt", "j1/deep/slurm-9.out"})
+    WriteFile(dir / f, "x");
+  fs::create_directories(dir / "j4/slurm-4.out");  // a directory
+  ::mkfifo((dir / "j5").c_str(), 0600);
+  fs::create_directories(dir / "j6");
+  ::mkfifo((dir / "j6/slurm-6.out").c_str(), 0600);  // a FIFO
+  WriteFile(dir / "elsewhere.txt", "y");
+  fs::create_directories(dir / "j7");
+  fs::create_symlink(dir / "elsewhere.txt", dir / "j7/slurm-7.out");
+  const std::string glob = dir / "*/slurm-*.out";
+
+  watch::Snapshot s;
+  EXPECT_TRUE(watch::AddGlobMatches({glob, dir / "none/*.out"}, 100, &s).empty());
+  std::vector<std::string> found;
+  for (const auto& [p, st] : s.files) found.push_back(p);
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<std::string>{dir / "j1/slurm-1.out", dir / "j2/slurm-2.out", dir / "j3/slurm-3.out",
+                                             dir / "j7/slurm-7.out"}));
+  watch::Snapshot again;
+  watch::AddGlobMatches({glob}, 100, &again);
+  EXPECT_TRUE(watch::Diff(s, again).empty());
+
+  watch::Snapshot limited;
+  EXPECT_EQ(watch::AddGlobMatches({glob}, 2, &limited), std::vector<std::string>{glob});
+  EXPECT_EQ(limited.files.size(), 2u);
+  EXPECT_TRUE(limited.files.count(dir / "j1/slurm-1.out") && limited.files.count(dir / "j2/slurm-2.out"));
 }
 
 // The path a Take() gives, or "" when none.

@@ -190,6 +190,41 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
   return Status::Ok();
 }
 
+// [[console]]: one table per glob of console logs, `glob = "/scratch/*/slurm-*.out"`. The glob
+// must be absolute: it is matched against absolute paths, and a relative one would depend on
+// where the daemon was started (or on the config file's directory, which no one would guess).
+Status LoadConsoleSection(const std::string& path, const toml::table& root, Config* c) {
+  const toml::node* n = root.get("console");
+  if (!n) return Status::Ok();
+  const toml::array* a = n->as_array();
+  if (!a || !a->is_array_of_tables())
+    return InvalidArgument(Where(path, n->source()) +
+                           "'console' must be an array of tables: [[console]] with glob = \"/path/*.log\"");
+  for (const auto& e : *a) {
+    Section cs(path, "[console]", *e.as_table());  // messages say [[console]]
+    TW_RETURN_IF_ERROR(cs.CheckKeys({"glob"}));
+    std::string glob;
+    TW_RETURN_IF_ERROR(cs.Get("glob", "a string (an absolute path glob)", &glob));
+    const toml::source_region& at = cs.node("glob") ? cs.node("glob")->source() : e.source();
+    if (glob.empty())
+      return InvalidArgument(Where(path, at) + "[[console]] needs a glob: an absolute path pattern such as "
+                             "\"/scratch/*/slurm-*.out\"");
+    if (glob.find('\0') != std::string::npos)
+      return InvalidArgument(Where(path, at) + "[[console]] glob must not hold a NUL character");
+    if (glob.front() != '/')
+      return InvalidArgument(Where(path, at) + "[[console]] glob '" + glob +
+                             "' must be an absolute path (it is matched against absolute paths)");
+    // "//", "/./" and ".." taken out, as a root's are; then the root it lies under.
+    const std::string given = glob;
+    glob = fs::path(glob).lexically_normal().native();
+    if (glob.back() == '/')
+      return InvalidArgument(Where(path, at) + "[[console]] glob '" + given +
+                             "' names a directory: it must name files");
+    c->console.push_back({glob, SplitGlobRoot(glob).first, static_cast<int>(at.begin.line)});
+  }
+  return Status::Ok();
+}
+
 // A secret from exactly one of: KEY (in the file), KEY_env (an environment variable), or
 // KEY_credential (a file in systemd's $CREDENTIALS_DIRECTORY, from LoadCredential=). Error
 // messages name where the secret was looked for, never its value.
@@ -490,7 +525,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
     return n->as_table();
   };
   Section top(path, "top level", root);
-  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify"}));
+  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -522,7 +557,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   Result<const toml::table*> ingest = table("ingest");
   if (!ingest.ok()) return ingest.status();
   Section i(path, "ingest", **ingest);
-  TW_RETURN_IF_ERROR(i.CheckKeys({"batch_points", "max_bytes_per_turn"}));
+  TW_RETURN_IF_ERROR(i.CheckKeys({"batch_points", "max_bytes_per_turn", "profiles_dir"}));
   TW_RETURN_IF_ERROR(i.Get("batch_points", "a positive integer", &c.batch_points));
   TW_RETURN_IF_ERROR(i.Get("max_bytes_per_turn", "a positive integer", &c.max_bytes_per_turn));
   if (c.batch_points < 1)
@@ -531,6 +566,10 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   if (c.max_bytes_per_turn < 4096)
     return InvalidArgument(Where(path, i.node("max_bytes_per_turn")->source()) +
                            "[ingest] max_bytes_per_turn must be at least 4096");
+  std::string profiles_dir;
+  TW_RETURN_IF_ERROR(i.Get("profiles_dir", "a string (a directory of console profiles, *.toml)", &profiles_dir));
+  if (!profiles_dir.empty()) c.profiles_dir = Resolve(base, profiles_dir);
+  TW_RETURN_IF_ERROR(LoadConsoleSection(path, root, &c));
 
   Result<const toml::table*> logt = table("log");
   if (!logt.ok()) return logt.status();
@@ -607,13 +646,55 @@ std::string DefaultDbPath() {
   return (fs::current_path() / "trainwatch.db").native();
 }
 
+namespace {
+
+bool IsWildcard(char ch) { return ch == '*' || ch == '?' || ch == '['; }
+
+// `dir` written so that glob(3) and fnmatch match it literally.
+std::string EscapeGlob(const std::string& dir) {
+  std::string out;
+  for (char ch : dir) {
+    if (IsWildcard(ch) || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> SplitGlobRoot(const std::string& glob) {
+  // Components up to the last '/' are directories; the last is the files' pattern and never
+  // part of the root. A directory component is literal if no unescaped wildcard is in it.
+  const size_t last = glob.rfind('/');
+  if (last == std::string::npos) return {"", glob};
+  std::string root;
+  size_t pos = 0;  // start of the component after `root`
+  while (pos < last) {
+    const size_t start = glob[pos] == '/' ? pos + 1 : pos;
+    const size_t end = glob.find('/', start);  // <= last
+    std::string literal;
+    bool wild = false;
+    for (size_t i = start; i < end && !wild; ++i) {
+      if (glob[i] == '\\' && i + 1 < end) literal += glob[++i];
+      else if (IsWildcard(glob[i])) wild = true;
+      else literal += glob[i];
+    }
+    if (wild) break;
+    if (!literal.empty()) root += "/" + literal;
+    pos = end;
+  }
+  if (root.empty()) root = "/";
+  return {root, glob.substr(pos + 1)};
+}
+
 Status Validate(Config* c) {
   // Rule ids and parameters first: a config that names no rule must not create a store.
   if (c->rules_enabled)
     if (const std::vector<std::string> errors = diagnose::ConfigErrors(c->rules); !errors.empty())
       return InvalidArgument(c->origin + ": " + errors[0].substr(std::string_view("config: ").size()));
-  if (c->roots.empty())
-    return InvalidArgument(c->origin + ": no roots to watch (set [watch] roots, or --logdir DIR)");
+  if (c->roots.empty() && c->console.empty())
+    return InvalidArgument(c->origin + ": no roots to watch (set [watch] roots, or --logdir DIR, or "
+                           "[[console]] globs)");
   for (auto& r : c->roots) {
     std::error_code ec;
     if (!fs::is_directory(r, ec))
@@ -621,6 +702,37 @@ Status Validate(Config* c) {
     if (::access(r.c_str(), R_OK | X_OK) != 0)
       return InvalidArgument(c->origin + ": root '" + r + "' is not readable");
     r = fs::canonical(r, ec).native();
+  }
+  // A console glob's root as a root: a readable directory, in its canonical form (the path the
+  // ingester compares a file's real path with), and the glob rewritten under it so that every
+  // path it matches, and the store keeps, is under that canonical root.
+  for (auto& g : c->console) {
+    const std::string where = c->origin + (g.line > 0 ? ":" + std::to_string(g.line) : "") +
+                              ": [[console]] glob '" + g.glob + "': ";
+    const auto [root, rest] = SplitGlobRoot(g.glob);
+    std::error_code ec;
+    if (!fs::is_directory(root, ec))
+      return InvalidArgument(where + "its directory '" + root + "' is not a directory");
+    if (::access(root.c_str(), R_OK | X_OK) != 0)
+      return InvalidArgument(where + "its directory '" + root + "' is not readable");
+    const std::string canonical = fs::canonical(root, ec).native();
+    if (ec) return InvalidArgument(where + "its directory '" + root + "': " + ec.message());
+    g.root = canonical;
+    g.glob = EscapeGlob(canonical) + (canonical == "/" ? "" : "/") + rest;
+  }
+  // The user's console profiles: one that does not load would read nothing, silently, so it is
+  // refused like a typo in this file (on SIGHUP the running configuration is kept).
+  c->profiles = nullptr;
+  if (!c->profiles_dir.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(c->profiles_dir, ec))
+      return InvalidArgument(c->origin + ": [ingest] profiles_dir '" + c->profiles_dir + "' is not a directory");
+    std::vector<std::string> errors;
+    std::shared_ptr<const decode::ProfileSet> profiles = decode::ProfileSet::Load(c->profiles_dir, &errors);
+    if (!errors.empty())
+      return InvalidArgument(c->origin + ": [ingest] profiles_dir: " + errors.front() +
+                             (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+    c->profiles = std::move(profiles);
   }
   const fs::path dir = fs::absolute(c->db_path).parent_path();
   std::error_code ec;

@@ -5,15 +5,36 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "decode/console_profiles.h"
 #include "diagnose/engine.h"
 #include "notify/channel.h"
 
 namespace tw::app {
+
+// A [[console]] entry: files matching `glob` are console logs (docs/sources.md), found at each
+// rescan. Each is a run of its own, named by its path without the extension relative to `root`,
+// and read only if its real path is under `root` (as an event file must be under its root).
+struct ConsoleGlob {
+  // An absolute glob(3)/fnmatch pattern (FNM_PATHNAME: `*` does not cross `/`). Validate
+  // rewrites its leading directories to `root`'s canonical form (escaped where it holds `*?[\`).
+  std::string glob;
+  // The longest leading directory of `glob` without a wildcard: /scratch for
+  // /scratch/*/slurm-*.out. Canonical after Validate.
+  std::string root;
+  int line = 0;  // where the config names it, for messages (0: not from a file)
+  bool operator==(const ConsoleGlob&) const = default;
+};
+
+// `glob`'s root as ConsoleGlob::root says, unescaped, and what follows it (the pattern relative
+// to the root, "" when `glob` ends at a directory).
+std::pair<std::string, std::string> SplitGlobRoot(const std::string& glob);
 
 struct Config {
   std::string origin = "(defaults)";    // where it came from, for messages
@@ -27,6 +48,11 @@ struct Config {
   bool follow_symlinks_outside_roots = false;
   int64_t batch_points = 20000;         // commit at least this often
   int64_t max_bytes_per_turn = 64 << 20;  // per file per turn, so a backfill cannot starve live runs
+  // Console logs: [[console]] globs, and [ingest] profiles_dir (the user's profiles, read
+  // before the built-ins), loaded by Validate into `profiles` (null: the built-ins only).
+  std::vector<ConsoleGlob> console;
+  std::string profiles_dir;
+  std::shared_ptr<const decode::ProfileSet> profiles;
   bool verbose = false;
   // Diagnosis ([rules] and [roles]): how often rules run at most, and what they run with.
   bool rules_enabled = true;
@@ -66,8 +92,11 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path);
 std::string DefaultDbPath();
 
 // Checks what can only be checked on this machine: the rule ids and parameters [rules] names
-// exist (built-in or in [rules] dir), every root is a readable directory and the store's
-// directory is writable. Resolves roots to canonical absolute paths. Before the store is opened.
+// exist (built-in or in [rules] dir), every root and every console glob's root is a readable
+// directory, every profile of [ingest] profiles_dir loads (a broken one is an error naming its
+// file: it would silently read nothing), and the store's directory is writable. Resolves roots
+// and console globs' roots to canonical absolute paths and loads the profiles. Before the store
+// is opened.
 Status Validate(Config* config);
 
 }  // namespace tw::app

@@ -112,10 +112,12 @@ class Daemon {
       log::Error("configuration error: " + st.message());
       return kExitConfig;
     }
-    log::Info("trainwatch daemon: watching " + Join(cfg_.roots, ", ") + "; store " +
-              cfg_.db_path + "; rescan every " + std::to_string(cfg_.rescan_interval_ms) +
+    log::Info("trainwatch daemon: watching " + (cfg_.roots.empty() ? "no root" : Join(cfg_.roots, ", ")) +
+              (cfg_.console.empty() ? "" : "; console logs " + Join(ConsolePatterns(cfg_), ", ")) +
+              "; store " + cfg_.db_path + "; rescan every " + std::to_string(cfg_.rescan_interval_ms) +
               " ms; inotify " + (cfg_.inotify ? "on" : "off"));
     worker_.SetRoots(cfg_.roots);
+    worker_.SetConsole(cfg_.console, cfg_.profiles);
     worker_.SetState("pid", std::to_string(::getpid()));
     worker_.SetState("started", std::to_string(UnixNow()));
     worker_.SetState("config", cfg_.origin);
@@ -155,8 +157,20 @@ class Daemon {
     o.batch_points = c.batch_points;
     o.max_bytes_per_call = c.max_bytes_per_turn;
     o.follow_symlinks_outside_root = c.follow_symlinks_outside_roots;
+    o.console_globs = ConsolePatterns(c);
+    o.profiles = c.profiles;
     return o;
   }
+
+  static std::vector<std::string> ConsolePatterns(const Config& c) {
+    std::vector<std::string> out;
+    for (const auto& g : c.console) out.push_back(g.glob);
+    return out;
+  }
+
+  // At most this many files of one [[console]] glob are read (a glob that matches a whole file
+  // system must not flood the queue and the store); said once while a glob matches more.
+  static constexpr size_t kMaxConsoleMatches = 10000;
 
   void StartInotify() {
     watcher_ = std::make_unique<watch::InotifyWatcher>(
@@ -178,6 +192,16 @@ class Daemon {
   void Rescan() {
     const auto t0 = std::chrono::steady_clock::now();
     watch::Snapshot now = watch::Walk(cfg_.roots);
+    // Console logs are found by their globs, at each rescan (no inotify watch: a glob's root,
+    // /scratch say, may be too large a tree to watch). New and grown ones are then posted as
+    // any changed file is.
+    const std::vector<std::string> over = watch::AddGlobMatches(ConsolePatterns(cfg_), kMaxConsoleMatches, &now);
+    for (const auto& g : over)
+      if (!console_over_.count(g))
+        log::Warning("[[console]] glob " + g + " matches more than " + std::to_string(kMaxConsoleMatches) +
+                     " files; only the first " + std::to_string(kMaxConsoleMatches) +
+                     " in name order are read: make it narrower");
+    console_over_ = {over.begin(), over.end()};
     std::vector<std::string> changed = watch::Diff(snapshot_, now);
     const int64_t now_ns = static_cast<int64_t>(UnixNow() * 1e9);
     std::vector<std::string> history;
@@ -209,6 +233,7 @@ class Daemon {
     snapshot_ = std::move(now);
     worker_.SetState("last_rescan", std::to_string(UnixNow()));
     worker_.SetState("roots", Join(cfg_.roots, "\n"));
+    worker_.SetState("console", Join(ConsolePatterns(cfg_), "\n"));
     worker_.SetState("inotify", !cfg_.inotify ? "off"
                                 : !watcher_   ? "unavailable"
                                 : watcher_->degraded() ? "degraded: " + watcher_->degraded_reason()
@@ -364,9 +389,14 @@ class Daemon {
     Config applied = std::move(*next);
     applied.db_path = cfg_.db_path;
     const bool inotify_was = cfg_.inotify;
+    const bool console_changed = cfg_.console != applied.console;
     cfg_ = std::move(applied);
     log::SetVerbose(cfg_.verbose);
     worker_.SetRoots(cfg_.roots);
+    worker_.SetConsole(cfg_.console, cfg_.profiles);  // the profiles are read again at each reload
+    if (console_changed)
+      log::Info("reload: console logs now " +
+                (cfg_.console.empty() ? std::string("none") : Join(ConsolePatterns(cfg_), ", ")));
     for (const auto& r : before)
       if (!after.count(r)) {
         log::Info("reload: no longer watching " + r + " (its data stays in the store)");
@@ -399,6 +429,7 @@ class Daemon {
   std::unique_ptr<watch::InotifyWatcher> watcher_;
   watch::Snapshot snapshot_;
   std::set<std::string> unreadable_;  // directories the last rescan could not enter
+  std::set<std::string> console_over_;  // console globs that matched too many files, said once
   size_t files_ = 0;
   bool first_rescan_ = true;
   bool rescan_soon_ = false;

@@ -1,5 +1,6 @@
 #include "app/ingest_worker.h"
 
+#include <fnmatch.h>
 #include <malloc.h>
 #include <sys/stat.h>
 
@@ -26,7 +27,7 @@ ingest::IngestOptions WithStop(ingest::IngestOptions o, const std::atomic<bool>*
 IngestWorker::IngestWorker(std::unique_ptr<store::Store> store, WorkQueue& queue,
                            ingest::IngestOptions options)
     : store_(std::move(store)), queue_(queue), options_(WithStop(options, &stop_)),
-      ingester_(*store_, options_) {}
+      ingester_(std::make_unique<ingest::FileIngester>(*store_, options_)) {}
 
 IngestWorker::~IngestWorker() = default;
 
@@ -42,6 +43,45 @@ std::vector<std::string> IngestWorker::ActiveSourcePaths() {
 void IngestWorker::SetRoots(std::vector<std::string> roots) {
   std::lock_guard lock(mu_);
   roots_ = std::move(roots);
+}
+
+void IngestWorker::SetConsole(std::vector<ConsoleGlob> globs,
+                              std::shared_ptr<const decode::ProfileSet> profiles) {
+  std::lock_guard lock(mu_);
+  pending_console_ = ConsoleSettings{std::move(globs), std::move(profiles)};
+}
+
+void IngestWorker::TakeConsoleSettings() {
+  std::optional<ConsoleSettings> next;
+  {
+    std::lock_guard lock(mu_);
+    next.swap(pending_console_);
+  }
+  if (!next) return;
+  std::vector<std::string> patterns;
+  for (const auto& g : next->globs) patterns.push_back(g.glob);
+  // A glob's root may have changed, and with it the run a file belongs to.
+  if (next->globs != console_) runs_.clear();
+  console_ = std::move(next->globs);
+  if (patterns == options_.console_globs && next->profiles == options_.profiles) return;
+  options_.console_globs = std::move(patterns);
+  options_.profiles = std::move(next->profiles);
+  ingester_ = std::make_unique<ingest::FileIngester>(*store_, options_);
+}
+
+IngestWorker::Place IngestWorker::Locate(const std::string& path) {
+  const sources::SourceKind kind = ingest::KindOf(path, options_);
+  Place place{"", sources::RunDirOf(path, kind)};
+  if (kind == sources::SourceKind::kConsole)
+    for (const auto& g : console_)
+      if (g.glob == path || ::fnmatch(g.glob.c_str(), path.c_str(), FNM_PATHNAME) == 0) {
+        place.root = g.root;
+        return place;
+      }
+  std::lock_guard lock(mu_);
+  for (const auto& r : roots_)
+    if ((path.starts_with(r + "/") || path == r) && r.size() > place.root.size()) place.root = r;
+  return place;
 }
 
 void IngestWorker::SetState(const std::string& key, const std::string& value) {
@@ -127,6 +167,7 @@ void IngestWorker::Run() {
     std::optional<WorkQueue::Item> item = queue_.Take(std::chrono::seconds(1));
     counters_.idle = false;
     Beat();
+    TakeConsoleSettings();
     if (!item) {
       if (queue_.closed()) break;
       // Idle after a burst of work (a backfill): hand the allocator's free pages back, or RSS
@@ -142,7 +183,8 @@ void IngestWorker::Run() {
     // never drained in between.
     const std::unique_ptr<WorkQueue, void (*)(WorkQueue*)> in_hand(&queue_, [](WorkQueue* q) { q->Done(); });
     const std::string& path = item->path;
-    const std::string dir = sources::RunDirOf(path);
+    const Place place = Locate(path);
+    const std::string& dir = place.dir;
     if (auto b = backlog_.find(dir); b != backlog_.end() && b->second != path) {
       if (path > b->second) {
         // After the run's earlier file is done; that file takes this one's lane, or a live
@@ -153,12 +195,12 @@ void IngestWorker::Run() {
       }
     }
     bool more = false;
-    Status st = Process(*item, &more);
+    Status st = Process(*item, place, &more);
     if (!st.ok()) {
       if (Fatal(st)) break;
       StoreFailed(st, "while reading " + path);
       // The RunState may hold steps of points that were rolled back: reload it next time.
-      runs_.erase(dir);
+      runs_.erase(place.key());
       std::lock_guard lock(mu_);
       failed_.push_back(*item);
       continue;
@@ -175,7 +217,8 @@ void IngestWorker::Run() {
 
 ingest::RunState* IngestWorker::RunFor(const std::string& dir, const std::string& root,
                                        const std::string& path, Status* error) {
-  auto it = runs_.find(dir);
+  const std::string key = Place{root, dir}.key();
+  auto it = runs_.find(key);
   if (it == runs_.end()) {
     if (runs_.size() >= kMaxRunStates) {
       // Evict the least recently used run: every turn ends committed, so the store holds all
@@ -197,7 +240,7 @@ ingest::RunState* IngestWorker::RunFor(const std::string& dir, const std::string
       *error = st;
       return nullptr;
     }
-    it = runs_.emplace(dir, CachedRun{std::move(state), 0}).first;
+    it = runs_.emplace(key, CachedRun{std::move(state), 0}).first;
     log::Debug("run " + name + " (" + root + ")");
   }
   it->second.last_used = ++uses_;
@@ -225,34 +268,35 @@ Status IngestWorker::MarkGone(const std::string& path) {
   return st;
 }
 
-Status IngestWorker::Process(const WorkQueue::Item& item, bool* more) {
+Status IngestWorker::Process(const WorkQueue::Item& item, const Place& place, bool* more) {
   const std::string& path = item.path;
-  std::string root;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& r : roots_)
-      if ((path.starts_with(r + "/") || path == r) && r.size() > root.size()) root = r;
-  }
-  if (root.empty()) return Status::Ok();  // its root was removed from the config
+  const std::string& root = place.root;
+  if (root.empty()) return Status::Ok();  // its root (or console glob) was removed from the config
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return MarkGone(path);
     log::Warning("cannot stat " + path + ": " + std::strerror(errno));
     return Status::Ok();
   }
-  const std::string dir = sources::RunDirOf(path);
+  // No source any more (a console log whose glob was removed from the config, lying under a
+  // root): left as it is, its data kept, like a file of a removed root.
+  if (ingest::KindOf(path, options_) == sources::SourceKind::kNone) return Status::Ok();
   Status error;
-  ingest::RunState* run = RunFor(dir, root, path, &error);
+  ingest::RunState* run = RunFor(place.dir, root, path, &error);
   if (!run) return error;
   ingest::Totals totals;
   // Every commit shows life: a long turn is not a hang.
   TW_RETURN_IF_ERROR(
-      ingester_.IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
+      ingester_->IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
   if (totals.files_read > 0 || totals.errors > 0) StoreWorked();  // it committed
   // Committed something diagnosis can see: new bytes read (points, or records that were not),
   // or damage recorded.
   const bool live = item.lane == Lane::kLive;
-  if ((totals.files_read > 0 || totals.errors > 0) && on_committed_) on_committed_(run->run_id(), live);
+  if ((totals.files_read > 0 || totals.errors > 0) && on_committed_) {
+    on_committed_(run->run_id(), live);
+    // mlflow.db holds many runs: each one that got points or facts is handed over too.
+    for (int64_t other : totals.other_runs) on_committed_(other, live);
+  }
   if (live && totals.files_read > 0 && totals.non_finite > 0 && on_live_non_finite_)
     on_live_non_finite_(run->run_id());
   counters_.files_read += totals.files_read;

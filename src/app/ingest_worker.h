@@ -10,10 +10,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "app/config.h"
 #include "app/work_queue.h"
 #include "ingest/file_ingester.h"
 #include "store/store.h"
@@ -33,6 +35,10 @@ class IngestWorker {
   std::vector<std::string> ActiveSourcePaths();
   // Thread-safe: the roots that map a path to a run (set on start and on reload).
   void SetRoots(std::vector<std::string> roots);
+  // Thread-safe: the [[console]] globs (a file one matches is a console log, read under the
+  // glob's root) and the console profiles (null: the built-ins); set on start and on reload,
+  // taken by the writer at its next turn.
+  void SetConsole(std::vector<ConsoleGlob> globs, std::shared_ptr<const decode::ProfileSet> profiles);
   // Thread-safe: state for `trainwatch status`, written by the writer at its next turn.
   void SetState(const std::string& key, const std::string& value);
   // Thread-safe: re-posts files whose last read failed (the store was full, say).
@@ -63,7 +69,18 @@ class IngestWorker {
   const Counters& counters() const { return counters_; }
 
  private:
-  Status Process(const WorkQueue::Item& item, bool* more);
+  // Where a path is read: its root ("" when none holds it any more: its root or glob was
+  // removed from the config) and its run directory. A file a console glob matches is under
+  // that glob's root (the first such glob); any other under the longest root holding it.
+  struct Place {
+    std::string root, dir;
+    std::string key() const { return root + '\n' + dir; }  // of runs_: a run per (root, dir)
+  };
+  Place Locate(const std::string& path);
+  // Takes the console globs and profiles SetConsole left, if any: a new FileIngester reads
+  // with them (every turn ended committed, so it resumes each file from the store alone).
+  void TakeConsoleSettings();
+  Status Process(const WorkQueue::Item& item, const Place& place, bool* more);
   std::function<void(int64_t run, bool live)> on_committed_;
   std::function<void(int64_t run)> on_live_non_finite_;
   // Store failures are logged once per condition: when one starts, when it changes, and
@@ -77,8 +94,9 @@ class IngestWorker {
   std::unique_ptr<store::Store> store_;
   WorkQueue& queue_;
   ingest::IngestOptions options_;
-  ingest::FileIngester ingester_;
-  // Per run directory, its RunState: a cache of what the store holds (RunState::Load rebuilds
+  std::unique_ptr<ingest::FileIngester> ingester_;
+  std::vector<ConsoleGlob> console_;  // the globs options_.console_globs came from
+  // Per run (root and run directory: Place::key), its RunState: a cache of what the store holds (RunState::Load rebuilds
   // one, as after a restart), kept for the kMaxRunStates runs used most recently so memory does
   // not grow with the number of runs watched.
   struct CachedRun {
@@ -104,6 +122,11 @@ class IngestWorker {
 
   std::mutex mu_;  // guards the members below, shared with other threads
   std::vector<std::string> roots_;
+  struct ConsoleSettings {
+    std::vector<ConsoleGlob> globs;
+    std::shared_ptr<const decode::ProfileSet> profiles;
+  };
+  std::optional<ConsoleSettings> pending_console_;
   std::map<std::string, std::string> pending_state_;
   std::vector<WorkQueue::Item> failed_;
 };

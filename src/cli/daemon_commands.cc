@@ -62,9 +62,9 @@ exit status (none but 1 is helped by a restart; the unit does not restart them):
 
 constexpr const char* kStatusHelp = R"(usage: trainwatch status --db FILE [--json]
 
-What the daemon writing FILE is doing: its roots, runs, event files by state, ingest lag
-(bytes written to event files but not yet in the store), errors in the last hour, and when it
-last rescanned; whether a daemon holds the store now, and what it waits on (a store another
+What the daemon writing FILE is doing: its roots and console-log globs, runs, event files by
+state, ingest lag (bytes written to event files but not yet in the store), errors in the last
+hour, and when it last rescanned; whether a daemon holds the store now, and what it waits on (a store another
 process keeps locked, say). Reads the store read-only (as immutable on read-only media); works
 whether or not the daemon runs.
 
@@ -185,6 +185,11 @@ int CmdStatus(const Args& args) {
     std::string root;
     for (bool first = true; std::getline(roots, root); first = false)
       std::cout << (first ? "" : ",") << JsonQuote(root);
+    std::cout << "],\"console\":[";
+    std::istringstream console(state("console"));
+    std::string glob;
+    for (bool first = true; std::getline(console, glob); first = false)
+      std::cout << (first ? "" : ",") << JsonQuote(glob);
     std::cout << "],\"unreadable\":[";
     std::istringstream unreadable(state("unreadable"));
     std::string dir;
@@ -238,6 +243,8 @@ int CmdStatus(const Args& args) {
   if (!state("config").empty()) std::cout << "config:      " << state("config") << "\n";
   std::istringstream roots(state("roots"));
   for (std::string root; std::getline(roots, root);) std::cout << "root:        " << root << "\n";
+  std::istringstream console(state("console"));
+  for (std::string glob; std::getline(console, glob);) std::cout << "console:     " << glob << "\n";
   std::istringstream unreadable(state("unreadable"));
   for (std::string dir; std::getline(unreadable, dir);)
     std::cout << "unreadable:  " << dir << " (permission denied; the event files below it are not read)\n";

@@ -1,5 +1,6 @@
 #include "watch/snapshot.h"
 
+#include <glob.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -41,6 +42,32 @@ Snapshot Walk(const std::vector<std::string>& roots) {
     }
   }
   return snap;
+}
+
+std::vector<std::string> AddGlobMatches(const std::vector<std::string>& globs, size_t max_per_glob,
+                                        Snapshot* snap) {
+  std::vector<std::string> over;
+  for (const auto& pattern : globs) {
+    glob_t g{};
+    // Unsorted: a sort is paid for only when there are too many matches to keep.
+    const int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g);
+    std::vector<std::string> paths;
+    if (rc == 0) paths.assign(g.gl_pathv, g.gl_pathv + g.gl_pathc);  // else GLOB_NOMATCH (or out of memory)
+    ::globfree(&g);
+    if (paths.size() > max_per_glob) {
+      over.push_back(pattern);
+      std::sort(paths.begin(), paths.end());
+      paths.resize(max_per_glob);
+    }
+    for (auto& p : paths) {
+      struct stat st;
+      if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      snap->files[std::move(p)] =
+          FileStat{st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_dev), static_cast<int64_t>(st.st_ino)};
+    }
+  }
+  return over;
 }
 
 std::vector<std::string> Diff(const Snapshot& before, const Snapshot& after) {

@@ -27,6 +27,14 @@ struct Snapshot {
 // (permission denied) are skipped and listed in `unreadable`.
 Snapshot Walk(const std::vector<std::string>& roots);
 
+// Adds to `snap` the regular files (symlinks followed: the ingester refuses one that resolves
+// outside its root) each glob(3) pattern of `globs` matches: the console logs that [[console]]
+// names. Of each pattern's matches at most `max_per_glob` are taken, the first in name order
+// when there are more; returns the patterns that matched more. Directories the expansion cannot enter are
+// skipped. (A leading '.' of a name is matched only by a pattern that writes it, as in a shell.)
+std::vector<std::string> AddGlobMatches(const std::vector<std::string>& globs, size_t max_per_glob,
+                                        Snapshot* snap);
+
 // Paths that are new, changed or gone between `before` and `after`, sorted.
 std::vector<std::string> Diff(const Snapshot& before, const Snapshot& after);
 
