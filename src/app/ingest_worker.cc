@@ -248,24 +248,12 @@ ingest::RunState* IngestWorker::RunFor(const std::string& dir, const std::string
 }
 
 Status IngestWorker::MarkGone(const std::string& path) {
-  Result<std::optional<store::SourceRow>> found = store_->FindSource(path);
-  if (!found.ok()) return found.status();
-  if (!*found || (*found)->status != "active") return Status::Ok();
-  store::SourceRow row = **found;
-  row.status = "gone";
-  TW_RETURN_IF_ERROR(store_->Begin());
-  Status st = store_->UpdateSource(row);
-  if (st.ok())
-    st = store_->InsertRunEvent(row.run_id, row.source_id, row.committed_offset, "file_gone",
-                                std::nullopt, 0, "the file was deleted or moved away");
-  if (st.ok()) st = store_->Commit();
-  if (!st.ok()) {
-    store_->Rollback();
-    return st;
-  }
+  Result<std::optional<int64_t>> run = ingest::SourceTracker(*store_).MarkGone(path);
+  if (!run.ok()) return run.status();
+  if (!*run) return Status::Ok();
   log::Info("file gone (its points are kept): " + path);
-  if (on_committed_) on_committed_(row.run_id, false);
-  return st;
+  if (on_committed_) on_committed_(**run, false);
+  return Status::Ok();
 }
 
 Status IngestWorker::Process(const WorkQueue::Item& item, const Place& place, bool* more) {

@@ -12,20 +12,19 @@
 #include <map>
 #include <optional>
 
-#include "base/crc32c.h"
 #include "base/file_io.h"
 #include "base/json.h"
 #include "base/source_names.h"
+#include "decode/flat_yaml.h"
 #include "ingest/batch.h"
 #include "ingest/console_ingester.h"
 #include "ingest/csv_ingester.h"
+#include "ingest/hf_state_ingester.h"
 #include "ingest/mlflow_db_ingester.h"
 #include "ingest/mlflow_ingester.h"
-#include "ingest/hf_state_ingester.h"
-#include "decode/flat_yaml.h"
 #include "ingest/point_sink.h"
-#include "tfrecord/reader.h"
 #include "read/lines.h"
+#include "tfrecord/reader.h"
 #include "wandb/log_reader.h"
 
 namespace tw::ingest {
@@ -53,21 +52,10 @@ void Totals::Add(const Totals& o) {
 
 namespace {
 
-constexpr size_t kHeadBytes = 64;
-constexpr size_t kTailBytes = 4096;
 // Documents rewritten whole are read whole; an HF trainer state of a very long run with
 // evaluation every few steps is a few tens of MiB.
 constexpr int64_t kMaxDocumentBytes = int64_t{256} << 20;
 
-// CRC-32C of the up to kTailBytes before `offset`; none when they cannot be read.
-std::optional<int64_t> TailCrc(int fd, int64_t offset) {
-  if (fd < 0 || offset <= 0) return std::nullopt;
-  const auto n = static_cast<size_t>(std::min<int64_t>(offset, kTailBytes));
-  std::string tail(n, '\0');
-  Result<size_t> got = ReadAt(fd, "", tail.data(), n, static_cast<uint64_t>(offset) - n);
-  if (!got.ok() || *got != n) return std::nullopt;
-  return crc32c::Value(tail.data(), n);
-}
 }  // namespace
 
 sources::SourceKind KindOf(const std::string& path, const IngestOptions& options) {
@@ -78,7 +66,7 @@ sources::SourceKind KindOf(const std::string& path, const IngestOptions& options
 }
 
 FileIngester::FileIngester(store::Store& store, IngestOptions options)
-    : store_(store), options_(std::move(options)) {
+    : store_(store), options_(std::move(options)), tracker_(store) {
   if (!options_.profiles) options_.profiles = decode::ProfileSet::Load("", nullptr);
   console_ = std::make_unique<ConsoleIngester>(options_.profiles);
   hf_state_ = std::make_unique<HfStateIngester>();
@@ -102,16 +90,6 @@ Status FileIngester::FinishConsole(RunState& run, Batch& b) {
   return console_->Finish(sink, file_wall_);
 }
 
-std::string ReadFileHead(const std::string& path) {
-  Result<InputFile> f = InputFile::Open(path);
-  return f.ok() ? f->Head(kHeadBytes) : std::string();
-}
-
-
-bool SameFileHead(const std::string& known, const std::string& now) {
-  const size_t n = std::min(known.size(), now.size());
-  return known.compare(0, n, now, 0, n) == 0;
-}
 
 namespace {
 int SeriesSlot(Kind kind) { return kind == Kind::kScalar ? 0 : kind == Kind::kHistogram ? 1 : 2; }
@@ -237,139 +215,39 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     if (!run.root().empty() && !options_.follow_symlinks_outside_root) {
       Result<std::string> real = file->RealPath(path);
       if (!real.ok() || !IsWithin(*real, run.root()))
-        return Refuse(run, path, "outside_root",
-                      "resolves to " + (real.ok() ? *real : std::string("an unknown path")) +
-                          ", outside the root " + run.root() +
-                          "; not read (set [watch] follow_symlinks_outside_roots to read it)",
-                      totals);
+        return tracker_.Refuse(run, path, "outside_root",
+                               "resolves to " + (real.ok() ? *real : std::string("an unknown path")) +
+                                   ", outside the root " + run.root() +
+                                   "; not read (set [watch] follow_symlinks_outside_roots to read it)",
+                               totals);
     }
   } else if (file.status().code() == Code::kNotFound) {
     return Status::Ok();  // deleted since it was listed
   } else if (file.status().code() == Code::kInvalidArgument) {
     struct stat what {};
     ::stat(path.c_str(), &what);
-    return Refuse(run, path, "not_regular_file",
-                  std::string("it is ") + FileTypeName(what.st_mode) +
-                      ", not a regular file; not read",
-                  totals);
+    return tracker_.Refuse(run, path, "not_regular_file",
+                           std::string("it is ") + FileTypeName(what.st_mode) +
+                               ", not a regular file; not read",
+                           totals);
   } else if (::stat(path.c_str(), &st) != 0) {  // unreadable: the reader says open_failed
     if (errno == ENOENT) return Status::Ok();
     return IoError(path + ": cannot stat: " + std::strerror(errno));
   }
-  Result<std::optional<store::SourceRow>> found = store_.FindSource(path);
-  if (!found.ok()) return found.status();
-
   const sources::SourceKind kind = KindOf(path, options_);
   Batch b;
   b.fd = file.ok() ? file->fd() : -1;
   const std::string head = file.ok() ? file->Head(kHeadBytes) : std::string();
   const auto size = static_cast<int64_t>(st.st_size);
-  const auto dev = static_cast<int64_t>(st.st_dev);
-  const auto ino = static_cast<int64_t>(st.st_ino);
-  bool moved = false;
-  if (!*found) {
-    // A file we know under another path that no longer exists was moved or its run
-    // directory renamed: follow it, keeping its points and offset, instead of reading it
-    // again as a new file.
-    Result<std::optional<store::SourceRow>> same = store_.FindSourceByInode(dev, ino);
-    if (!same.ok()) return same.status();
-    struct stat old_st;
-    if (*same && SameFileHead((*same)->head, head)) {
-      if (::stat((*same)->path.c_str(), &old_st) != 0 && errno == ENOENT) {
-        found = std::move(same);
-        moved = true;
-      } else if (old_st.st_dev == st.st_dev && old_st.st_ino == st.st_ino &&
-                 (*same)->status == "active") {
-        // Another name for a file already read under its first (a symlink W&B's
-        // sync_tensorboard puts in a run's files/, a hard link): read once, there.
-        return Status::Ok();
-      }
-    }
-  }
-  bool new_generation = false;
-  std::string replaced_why = "file shrank or was replaced";
-  if (*found) {
-    b.source = **found;
-    // A database is written in place all the time: its identity is its inode alone (its
-    // offset is a rowid, its head and tail change with every write).
-    const bool database = kind == sources::SourceKind::kMlflowDb;
-    const bool same_file = b.source.dev == dev && b.source.ino == ino &&
-                           (database || (size >= b.source.committed_offset &&
-                                         SameFileHead(b.source.head, head)));
-    if (same_file && b.source.status == "rejected") {
-      // Reported once already. A file that grew keeping its head (a text file appended to)
-      // is still the file that was rejected: reading it again would report it again at
-      // every append. One rewritten since (git lfs pull, say) has a new head or inode. A
-      // path refused unread (Refuse: no head) and now readable is read.
-      const bool refused_unread = b.source.head.empty() && !head.empty();
-      if (!moved && !refused_unread) return Status::Ok();
-      new_generation = true;
-      if (refused_unread) replaced_why = "refused before and readable now";
-    } else if (same_file && b.source.tail_crc &&
-               TailCrc(b.fd, b.source.committed_offset).value_or(*b.source.tail_crc) !=
-                   *b.source.tail_crc) {
-      // Rewritten in place, keeping its first bytes and at least its old length: the bytes
-      // before the offset are not the ones read. Reading on would mix two versions.
-      new_generation = true;
-      replaced_why = "rewritten in place (the bytes before its committed offset changed)";
-    } else if (same_file) {
-      if (size == b.source.committed_offset && !b.source.resyncing &&
-          b.source.status == "active" && !moved)
-        return Status::Ok();  // nothing new
-    } else {
-      new_generation = true;
-    }
-  }
-
-  TW_RETURN_IF_ERROR(store_.Begin());
+  Result<SourceTracker::Decision> tracked = tracker_.Track(run, path, st, head, b.fd, kind);
+  if (!tracked.ok()) return tracked.status();
+  if (!tracked->read) return Status::Ok();
+  b.source = std::move(tracked->source);
+  // The tracker's transaction is open: what follows commits it, or rolls it back.
   auto fail = [&](Status s) {
     store_.Rollback();
     return s;
   };
-  if (moved) {
-    Status s = store_.MoveSource(b.source.source_id, path, run.run_id());
-    if (s.ok())
-      s = store_.InsertRunEvent(run.run_id(), b.source.source_id, b.source.committed_offset,
-                                "file_moved", std::nullopt, 0, "moved from " + b.source.path);
-    if (!s.ok()) return fail(s);
-    b.source.path = path;
-    b.source.run_id = run.run_id();
-  }
-  if (!*found || new_generation) {
-    store::SourceRow fresh;
-    fresh.run_id = run.run_id();
-    fresh.path = path;
-    fresh.generation = *found ? b.source.generation + 1 : 0;
-    fresh.dev = dev;
-    fresh.ino = ino;
-    fresh.head = head;
-    if (new_generation) {
-      // The file was replaced or truncated in place: its old points stay, marked superseded.
-      b.source.status = "replaced";
-      Status s = store_.UpdateSource(b.source);
-      // A document rewritten whole, or a table rewritten in place, holds its old points
-      // again: they stay, and only what is new in it is stored.
-      const bool in_place = b.source.dev == dev && b.source.ino == ino;
-      const bool keeps_old = kind == sources::SourceKind::kHfState ||
-                             (kind == sources::SourceKind::kCsv && in_place);
-      if (s.ok() && !keeps_old) s = store_.MarkSourceSuperseded(b.source.source_id);
-      if (kind == sources::SourceKind::kCsv && in_place)
-        fresh.resume_state = CsvIngester::NextGeneration(b.source.resume_state);
-      // The old generation no longer counts: reload the run's live max steps and STARTs, or
-      // the new file's first steps look like a writer going back to a checkpoint.
-      if (s.ok()) s = run.Load();
-      if (s.ok())
-        s = store_.InsertRunEvent(run.run_id(), b.source.source_id, b.source.committed_offset,
-                                  "file_replaced", std::nullopt, 0,
-                                  replaced_why + "; read again from offset 0");
-      if (!s.ok()) return fail(s);
-    }
-    Result<int64_t> id = store_.AddSource(fresh);
-    if (!id.ok()) return fail(id.status());
-    fresh.source_id = *id;
-    b.source = fresh;
-  }
-  b.source.status = "active";
 
   const read::ScanState scan{b.source.resyncing, static_cast<uint64_t>(b.source.resync_from),
                              false};
@@ -538,189 +416,10 @@ Status FileIngester::LoadHParamsYaml(RunState& run, Batch& b) {
   return Status::Ok();
 }
 
-Status FileIngester::ProcessMlflowLine(RunState& run, Batch& b, std::string_view line,
-                                       int64_t offset) {
-  PointSink sink(*this, run, b);
-  return mlflow_->Line(sink, sources::MlflowMetricKey(b.source.path), line, offset);
-}
-
-Status FileIngester::LoadMlflowRunFiles(RunState& run, Batch& b) {
-  PointSink sink(*this, run, b);
-  return mlflow_->RunFiles(sink, std::string(sources::MlflowRunDir(b.source.path)));
-}
-
-// mlflow.db: rows past the committed rowid, in transactions of batch_points rows, each run's
-// facts refreshed at the end. The store's transaction is open on entry; on return it is
-// committed, or rolled back on failure.
-Status FileIngester::ReadMlflowDb(RunState& container, Batch& b, const std::string& path,
-                                  Totals* totals, bool* more) {
-  auto fail = [&](Status s) {
-    store_.Rollback();
-    return s;
-  };
-  b.totals.files_read = 1;
-  Result<std::unique_ptr<store::Db>> db = OpenMlflowDb(path);
-  if (!db.ok()) {
-    // Said once for this file (a rejected source), until another file takes its place.
-    b.totals.errors++;
-    b.source.error_count++;
-    b.source.status = "rejected";
-    b.totals.files_rejected++;
-    Status s = store_.InsertError(b.source.source_id, path, 0, 0, "bad_mlflow_db", db.status().message());
-    if (s.ok()) s = store_.UpdateSource(b.source);
-    if (s.ok()) s = store_.Commit();
-    if (!s.ok()) return fail(s);
-    totals->Add(b.totals);
-    return Status::Ok();
-  }
-  if (b.source.committed_offset == 0) {  // the database's own run holds no points: said so
-    store::RunInfo info;
-    info.format = "mlflow";
-    if (Status s = store_.UpdateRunInfo(container.run_id(), info); !s.ok()) return fail(s);
-  }
-  // The runs are named below the database's own name: "<db path>/<experiment>/<run name>".
-  std::string prefix;
-  if (Result<store::Stmt> q = store_.db().Prepare("SELECT name FROM runs WHERE run_id = ?1"); q.ok()) {
-    q->Bind(1, container.run_id());
-    if (Result<bool> row = q->Step(); row.ok() && *row) prefix = q->Text(0);
-  }
-  std::map<std::string, std::unique_ptr<RunState>> runs;  // by run_uuid
-  auto run_of = [&](const std::string& uuid, const std::string& experiment,
-                    const std::string& name) -> Result<RunState*> {
-    auto it = runs.find(uuid);
-    if (it != runs.end()) return it->second.get();
-    Result<int64_t> id = store_.EnsureRun(container.root(), prefix + "/" + (experiment.empty() ? "0" : experiment) +
-                                                                "/" + (name.empty() ? uuid : name));
-    if (!id.ok()) return id.status();
-    auto state = std::make_unique<RunState>(store_, *id, container.root());
-    TW_RETURN_IF_ERROR(state->Load());
-    RunState* raw = state.get();
-    runs.emplace(uuid, std::move(state));
-    if (*id != container.run_id()) b.totals.other_runs.push_back(*id);
-    return raw;
-  };
-  const int64_t start = b.source.committed_offset;
-  for (;;) {
-    Result<std::vector<MlflowRow>> rows = MlflowRowsAfter(**db, b.source.committed_offset, options_.batch_points);
-    if (!rows.ok()) {
-      b.totals.errors++;
-      b.source.error_count++;
-      Status s = store_.InsertError(b.source.source_id, path, b.source.committed_offset, 0,
-                                    "read_failed", rows.status().message());
-      if (!s.ok()) return fail(s);
-      break;
-    }
-    for (const MlflowRow& r : *rows) {
-      Result<RunState*> run = run_of(r.run_uuid, r.experiment, r.run_name);
-      if (!run.ok()) return fail(run.status());
-      PointSink sink(*this, **run, b);
-      if (Status s = sink.Scalar(r.key, r.step, r.wall, r.value, r.rowid, 0); !s.ok()) return fail(s);
-      b.source.committed_offset = r.rowid;
-      b.source.records++;
-      b.totals.records++;
-    }
-    if (static_cast<int64_t>(rows->size()) < options_.batch_points) break;
-    const bool stopping = options_.stop && options_.stop->load();
-    const bool turn_over = options_.max_bytes_per_call > 0 &&
-                           b.source.committed_offset - start >= options_.max_bytes_per_call;
-    if (stopping || turn_over) {
-      if (more) *more = true;
-      break;
-    }
-    if (Status s = store_.UpdateSource(b.source); !s.ok()) return fail(s);
-    if (Status s = store_.Commit(); !s.ok()) return fail(s);
-    if (Status s = store_.Begin(); !s.ok()) return s;
-  }
-  // Every run's facts, each call: a run's status changes when it ends, after its last metric.
-  Result<store::Stmt> all = (*db)->Prepare("SELECT run_uuid FROM runs ORDER BY run_uuid LIMIT 10000");
-  std::vector<std::string> uuids;
-  for (; all.ok();) {
-    Result<bool> row = all->Step();
-    if (!row.ok() || !*row) break;
-    uuids.push_back(all->Text(0));
-  }
-  for (const auto& uuid : uuids) {
-    Result<MlflowRunFacts> f = MlflowFacts(**db, uuid);
-    if (!f.ok()) break;
-    Result<RunState*> run = run_of(uuid, f->experiment, f->run_name);
-    if (!run.ok()) return fail(run.status());
-    PointSink sink(*this, **run, b);
-    store::RunInfo info;
-    info.format = "mlflow";
-    info.external_id = uuid;
-    if (!f->run_name.empty()) info.display_name = f->run_name;
-    if (!f->experiment.empty()) info.project = f->experiment;
-    info.start_time = f->start_time;
-    Status s = sink.Info(info);
-    if (s.ok() && !f->status.empty()) s = sink.RunValue("mlflow.status", JsonQuote(f->status));
-    if (s.ok() && f->end_time) s = sink.RunValue("mlflow.end_time", JsonNumber(*f->end_time));
-    for (const auto& [key, value] : f->params)
-      if (s.ok()) s = sink.HParam(MlflowParam(key, value));
-    for (const auto& [key, value] : f->tags)
-      if (s.ok()) s = sink.ConfigValue(key, JsonQuote(value));
-    if (!s.ok()) return fail(s);
-  }
-  b.source.size_seen = b.source.committed_offset;
-  if (Status s = store_.UpdateSource(b.source); !s.ok()) return fail(s);
-  if (Status s = store_.Commit(); !s.ok()) return fail(s);
-  totals->Add(b.totals);
-  return Status::Ok();
-}
-
 Status FileIngester::ProcessHfState(PointSink& sink, const decode::JsonNode& doc) {
   return hf_state_->Document(sink, doc, file_wall_);
 }
 
-Status FileIngester::Refuse(RunState& run, const std::string& path, std::string_view kind,
-                            const std::string& detail, Totals* totals) {
-  // The identity of what is there (a FIFO, a symlink's target); stat(2) does not open it.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return Status::Ok();  // gone already
-  Result<std::optional<store::SourceRow>> found = store_.FindSource(path);
-  if (!found.ok()) return found.status();
-  if (*found && (*found)->status == "rejected" && (*found)->dev == static_cast<int64_t>(st.st_dev) &&
-      (*found)->ino == static_cast<int64_t>(st.st_ino))
-    return Status::Ok();  // reported once already
-  TW_RETURN_IF_ERROR(store_.Begin());
-  Status s;
-  if (*found && ((*found)->status == "active" || (*found)->status == "rejected")) {
-    // The file read until now is no longer at the path: its points stay, as a deleted file's.
-    // (What was rejected there before is an older generation.)
-    store::SourceRow old = **found;
-    old.status = old.status == "active" ? "gone" : "replaced";
-    s = store_.UpdateSource(old);
-    if (s.ok() && old.status == "gone")
-      s = store_.InsertRunEvent(old.run_id, old.source_id, old.committed_offset, "file_gone",
-                                std::nullopt, 0, "something that is not read took its place");
-  }
-  // A rejected row, so that `status` counts it and the next sight of the same thing is
-  // silent. Its head stays empty: not a byte of it was read.
-  store::SourceRow row;
-  row.run_id = run.run_id();
-  row.path = path;
-  row.generation = *found ? (*found)->generation + 1 : 0;
-  row.dev = static_cast<int64_t>(st.st_dev);
-  row.ino = static_cast<int64_t>(st.st_ino);
-  Result<int64_t> id = s.ok() ? store_.AddSource(row) : Result<int64_t>(s);
-  if (id.ok()) {
-    row.source_id = *id;
-    row.status = "rejected";
-    row.size_seen = static_cast<int64_t>(st.st_size);
-    row.error_count = 1;
-    s = store_.UpdateSource(row);
-    if (s.ok()) s = store_.InsertError(row.source_id, path, 0, 0, kind, detail);
-  } else {
-    s = id.status();
-  }
-  if (s.ok()) s = store_.Commit();
-  if (!s.ok()) {
-    store_.Rollback();
-    return s;
-  }
-  totals->errors++;
-  totals->files_rejected++;
-  return Status::Ok();
-}
 
 // Reads records from the committed offset to the end and commits as it goes. The store's
 // transaction is open on entry; on return it is committed, or rolled back on failure.
@@ -864,85 +563,6 @@ Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, double wall,
   return Status::Ok();
 }
 
-Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view record,
-                                   int64_t offset) {
-  if (Status s = decode::DecodeEvent(record, &event_); !s.ok()) {
-    b.totals.errors++;
-    b.source.error_count++;
-    return store_.InsertError(b.source.source_id, b.source.path, offset,
-                              static_cast<int64_t>(record.size() + 16), "bad_event",
-                              "record of " + std::to_string(record.size()) +
-                                  " bytes is not a tensorflow.Event: " + s.message());
-  }
-  const decode::Event& ev = event_;
-  auto run_event = [&](std::string_view kind, std::optional<int64_t> step,
-                       std::string_view detail) {
-    b.totals.run_events++;
-    return store_.InsertRunEvent(run.run_id(), b.source.source_id, offset, kind, step,
-                                 ev.wall_time, detail);
-  };
-  if (ev.has_source_metadata)
-    TW_RETURN_IF_ERROR(run_event("source_metadata", std::nullopt, ev.source_writer));
-  switch (ev.what) {
-    case decode::What::kFileVersion:
-      return run_event("file_version", std::nullopt, ev.file_version);
-    case decode::What::kSessionLog:
-      if (ev.session_status == 1) {
-        // A START re-opens the run at its step (PyTorch purge_step, TF1 estimators): every
-        // point of the run logged before it at that step or later is superseded. The first
-        // START of a fresh run supersedes nothing and is no restart.
-        const bool later_start = ++run.starts_ > 1;
-        TW_RETURN_IF_ERROR(Restart(run, b, ev.step, ev.wall_time, offset,
-                                   "SessionLog START at step " + std::to_string(ev.step) +
-                                       ": resumed from a checkpoint",
-                                   nullptr, later_start));
-        return run_event("start", ev.step, "");
-      }
-      if (ev.session_status == 2) return run_event("stop", ev.step, "");
-      if (ev.session_status == 3) return run_event("checkpoint", ev.step, ev.checkpoint_path);
-      return Status::Ok();
-    case decode::What::kGraphDef:
-    case decode::What::kMetaGraphDef:
-      b.counters.graphs++;
-      b.totals.blobs++;
-      return Status::Ok();
-    case decode::What::kTaggedRunMetadata:
-      b.counters.run_metadata++;
-      b.totals.blobs++;
-      return Status::Ok();
-    case decode::What::kSummary:
-      break;
-    default:
-      return Status::Ok();
-  }
-  // A step lower than a tag's highest live step, logged after that step was, means a writer
-  // went back to a checkpoint (or a new writer re-logs steps in a shared directory). Like
-  // TensorBoard's purge of out-of-order steps, only the tags this event re-logs lose their
-  // later points: other writers' tags in the same directory are left alone. Comparing wall
-  // times keeps two writers that log one tag concurrently from superseding each other: the
-  // one read second saw its steps before the other's higher steps were logged. (A SessionLog
-  // START, above, supersedes the whole run.)
-  std::vector<int64_t> rewound;
-  std::string rewound_detail;
-  for (const auto& v : ev.values) {
-    auto it = run.tags_.find(v.tag);
-    const RunState::Tag* t = it == run.tags_.end() ? nullptr : &it->second;
-    if (!t || !t->has_step || ev.step >= t->max_step || ev.wall_time <= t->max_step_wall) continue;
-    for (int64_t id : t->series)
-      if (id) rewound.push_back(id);
-    if (rewound_detail.empty())
-      rewound_detail = "tag '" + std::string(v.tag) + "' went back from step " +
-                       std::to_string(t->max_step) + " to " + std::to_string(ev.step);
-  }
-  if (!rewound.empty())
-    TW_RETURN_IF_ERROR(Restart(run, b, ev.step, ev.wall_time, offset,
-                               rewound_detail + ": resumed from a checkpoint or re-logged",
-                               &rewound, true));
-  int vidx = 0;
-  for (const auto& v : ev.values) TW_RETURN_IF_ERROR(ProcessValue(run, b, v, vidx++, offset));
-  return Status::Ok();
-}
-
 Result<int64_t> FileIngester::SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                                         Kind kind) {
   int64_t& id = tag.series[SeriesSlot(kind)];
@@ -953,70 +573,6 @@ Result<int64_t> FileIngester::SeriesFor(RunState& run, RunState::Tag& tag, std::
     id = *made;
   }
   return id;
-}
-
-Status FileIngester::ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v,
-                                  int vidx, int64_t offset) {
-  auto it = run.tags_.find(v.tag);
-  if (it == run.tags_.end()) it = run.tags_.emplace(std::string(v.tag), RunState::Tag{}).first;
-  RunState::Tag& tag = it->second;
-  if (v.has_metadata) {
-    tag.plugin = {std::string(v.plugin_name), v.data_class};
-    tag.plugin_known = true;
-  }
-  decode::Classified& c = classified_;
-  if (Status s = decode::Classify(v, event_.strings, tag.plugin_known ? &tag.plugin : nullptr, &c);
-      !s.ok()) {
-    b.totals.errors++;
-    b.source.error_count++;
-    return store_.InsertError(b.source.source_id, b.source.path, offset, 0, "bad_value",
-                              "tag '" + std::string(v.tag) + "' at step " +
-                                  std::to_string(event_.step) + ": " + s.message());
-  }
-  const int64_t step = event_.step;
-  const double wall = event_.wall_time;
-  switch (c.kind) {
-    case Kind::kScalar:
-    case Kind::kHistogram:
-    case Kind::kText: {
-      Result<int64_t> series = SeriesFor(run, tag, v.tag, c.kind);
-      if (!series.ok()) return series.status();
-      if (c.kind == Kind::kScalar) {
-        TW_RETURN_IF_ERROR(store_.InsertScalar(*series, step, b.source.source_id, offset, vidx,
-                                               wall, c.scalar));
-        b.totals.CountScalar(c.scalar);
-      } else if (c.kind == Kind::kHistogram) {
-        TW_RETURN_IF_ERROR(store_.InsertHistogram(*series, step, b.source.source_id, offset, vidx,
-                                                  wall, c.histogram));
-        b.totals.histograms++;
-      } else {
-        TW_RETURN_IF_ERROR(
-            store_.InsertText(*series, step, b.source.source_id, offset, vidx, wall, c.text));
-        b.totals.texts++;
-      }
-      tag.NoteStep(step, wall);
-      b.points_since_commit++;
-      return Status::Ok();
-    }
-    case Kind::kHParamsStart:
-      b.totals.hparams += static_cast<int64_t>(c.hparams.size());
-      return store_.ReplaceHParams(run.run_id(), c.hparams);
-    case Kind::kHParamsOther:
-      return Status::Ok();
-    case Kind::kImage:
-      b.counters.images++;
-      b.totals.blobs++;
-      return Status::Ok();
-    case Kind::kAudio:
-      b.counters.audio++;
-      b.totals.blobs++;
-      return Status::Ok();
-    case Kind::kOtherTensor:
-      b.counters.other_tensors++;
-      b.totals.blobs++;
-      return Status::Ok();
-  }
-  return Status::Ok();
 }
 
 }  // namespace tw::ingest

@@ -20,17 +20,10 @@
 #include "decode/wandb_value.h"
 #include "decode/wandb_record.h"
 #include "ingest/discover.h"
+#include "ingest/source_tracker.h"
 #include "store/store.h"
 
 namespace tw::ingest {
-
-// A file's first bytes (up to 64; fewer if it is shorter, none if unreadable). With the device
-// and inode they identify it: the first record of an event file holds its writer's wall time.
-// Opened with InputFile: a FIFO or anything else not a regular file has no head.
-std::string ReadFileHead(const std::string& path);
-// Whether a file whose first bytes are `now` can be the one recorded with `known`: one is a
-// prefix of the other (a file grows; a row from before heads were kept has none).
-bool SameFileHead(const std::string& known, const std::string& now);
 
 struct Totals {
   int64_t files_read = 0;     // files that had new bytes
@@ -173,8 +166,6 @@ class FileIngester {
                      const std::string& path,
                      int64_t size, const std::string& head, Totals* totals,
                      const ProgressFn& progress, bool* more);
-  Status Refuse(RunState& run, const std::string& path, std::string_view kind,
-                const std::string& detail, Totals* totals);
   Status ProcessRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
   Status ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v, int vidx,
                       int64_t offset);
@@ -210,6 +201,7 @@ class FileIngester {
 
   store::Store& store_;
   IngestOptions options_;
+  SourceTracker tracker_;
   decode::Event event_;           // reused across records
   decode::Classified classified_; // reused across values
   decode::WandbRecord wandb_;     // reused across records
