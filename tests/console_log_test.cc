@@ -4,8 +4,6 @@
 // `profiles --test` as a user runs them; profiles that are wrong or hostile.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -24,11 +22,6 @@ namespace fs = std::filesystem;
 
 const std::string kConsole = std::string(TW_SOURCES_DIR) + "/console/";
 
-// A fixed modification time: a console point's wall time is its log's mtime when read.
-void Touch(const std::string& path) {
-  const struct timespec t[2] = {{1790000000, 0}, {1790000000, 0}};
-  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, 0), 0);
-}
 
 // Reads `path` as a console log into `store`.
 void IngestLog(store::Store& store, const std::string& path, ingest::Summary* summary,
@@ -81,7 +74,7 @@ void ExpectCutsEqualOneRead(const std::string& name, size_t every) {
   TempDir dir;
   const std::string path = dir / name;
   WriteFile(path, bytes);
-  Touch(path);
+  PinMtime(path);
   auto ref = store::Store::Open(dir / "ref.db");
   ASSERT_TRUE(ref.ok());
   ingest::Summary s;
@@ -91,13 +84,13 @@ void ExpectCutsEqualOneRead(const std::string& name, size_t every) {
   for (size_t cut = 0; cut <= bytes.size(); cut += every) {
     SCOPED_TRACE("cut at " + std::to_string(cut) + " of " + std::to_string(bytes.size()));
     WriteFile(path, bytes.substr(0, cut));
-    Touch(path);
+    PinMtime(path);
     auto st = store::Store::Open(":memory:");
     ASSERT_TRUE(st.ok());
     ingest::Summary first, second;
     IngestLog(**st, path, &first);
     AppendFile(path, bytes.substr(cut));
-    Touch(path);
+    PinMtime(path);
     IngestLog(**st, path, &second);
     ASSERT_EQ(DumpStore((*st)->db()), want);
   }

@@ -5,8 +5,6 @@
 // completed equals one read.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -25,17 +23,7 @@ namespace fs = std::filesystem;
 
 const std::string kSources = std::string(TW_SOURCES_DIR) + "/";
 
-void Touch(const std::string& path) {
-  const struct timespec t[2] = {{1790000000, 0}, {1790000000, 0}};
-  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, 0), 0);
-}
 
-int64_t Count(store::Db& db, const std::string& sql) {
-  auto q = db.Prepare(sql);
-  if (!q.ok()) return -1;
-  Result<bool> row = q->Step();
-  return row.ok() && *row ? q->Int(0) : -1;
-}
 
 // Reads one fixture file in a directory of its own (the run "."), returns its points.
 MetricPoints ReadOne(const std::string& rel, ingest::Summary* s, store::Db** db_out = nullptr) {
@@ -71,8 +59,8 @@ TEST(CsvSource, LightningsHparamsYamlAreTheRunsHyperparameters) {
   store::Db* db = nullptr;
   ReadOne("lightning/mlp_healthy/version_0/metrics.csv", &s, &db);
   ASSERT_NE(db, nullptr);
-  EXPECT_EQ(Count(*db, "SELECT count(*) FROM hparams"), 6);
-  EXPECT_EQ(Count(*db, "SELECT count(*) FROM hparams WHERE key = 'hidden_dim' AND value_num = 64"), 1);
+  EXPECT_EQ(CountRows(*db, "SELECT count(*) FROM hparams"), 6);
+  EXPECT_EQ(CountRows(*db, "SELECT count(*) FROM hparams WHERE key = 'hidden_dim' AND value_num = 64"), 1);
 }
 
 TEST(CsvSource, ARewriteWhenAColumnAppearsStoresNothingTwice) {
@@ -92,8 +80,8 @@ TEST(CsvSource, ARewriteWhenAColumnAppearsStoresNothingTwice) {
   EXPECT_EQ(StoredPoints((*st)->db(), "."), want);
   size_t total = 0;
   for (const auto& [name, points] : want) total += points.size();
-  EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM scalars"), static_cast<int64_t>(total));
-  EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM scalars WHERE superseded = 1"), 0);
+  EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM scalars"), static_cast<int64_t>(total));
+  EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM scalars WHERE superseded = 1"), 0);
 }
 
 TEST(CsvSource, EveryCutOfAYoloTableThenCompletedEqualsOneRead) {
@@ -101,7 +89,7 @@ TEST(CsvSource, EveryCutOfAYoloTableThenCompletedEqualsOneRead) {
   TempDir dir;
   const std::string path = dir / "results.csv";
   WriteFile(path, bytes);
-  Touch(path);
+  PinMtime(path);
   auto ref = store::Store::Open(dir / "ref.db");
   ASSERT_TRUE(ref.ok());
   ingest::Summary s;
@@ -111,13 +99,13 @@ TEST(CsvSource, EveryCutOfAYoloTableThenCompletedEqualsOneRead) {
   for (size_t cut = 0; cut <= bytes.size(); cut += 3) {
     SCOPED_TRACE("cut at " + std::to_string(cut) + " of " + std::to_string(bytes.size()));
     WriteFile(path, bytes.substr(0, cut));
-    Touch(path);
+    PinMtime(path);
     auto st = store::Store::Open(":memory:");
     ASSERT_TRUE(st.ok());
     ingest::Summary a, b;
     ASSERT_TRUE(ingest::IngestPaths(**st, {dir.path()}, {}, &a).ok());
     AppendFile(path, bytes.substr(cut));
-    Touch(path);
+    PinMtime(path);
     ASSERT_TRUE(ingest::IngestPaths(**st, {dir.path()}, {}, &b).ok());
     ASSERT_EQ(a.totals.errors + b.totals.errors, 0);
     ASSERT_EQ(DumpStore((*st)->db()), want);

@@ -4,8 +4,6 @@
 // broken, reads as it should.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <set>
@@ -24,18 +22,7 @@ namespace fs = std::filesystem;
 
 const std::string kHf = std::string(TW_SOURCES_DIR) + "/hf/";
 
-// A fixed modification time: a trainer state's points take its mtime as their wall time.
-void Touch(const std::string& path) {
-  const struct timespec t[2] = {{1790000000, 0}, {1790000000, 0}};
-  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), t, 0), 0);
-}
 
-int64_t Count(store::Db& db, const std::string& sql) {
-  auto q = db.Prepare(sql);
-  if (!q.ok()) return -1;
-  Result<bool> row = q->Step();
-  return row.ok() && *row ? q->Int(0) : -1;
-}
 
 // What the training logged, over every file of the run: each (metric, step) once.
 MetricPoints ExpectedRun(const std::string& run) {
@@ -67,8 +54,8 @@ TEST(HfTrainerState, TheCheckpointsOfARunAreOneRunWithEachPointOnce) {
     for (auto& [name, points] : got) std::sort(points.begin(), points.end());
     EXPECT_EQ(got, want);
     // Not one point stored twice, superseded or not.
-    EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM scalars"),
-              Count((*st)->db(), "SELECT count(DISTINCT series_id || ':' || step) FROM scalars"));
+    EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM scalars"),
+              CountRows((*st)->db(), "SELECT count(DISTINCT series_id || ':' || step) FROM scalars"));
   }
 }
 
@@ -98,7 +85,7 @@ TEST(HfTrainerState, EveryCutOfACheckpointThenCompletedEqualsOneRead) {
   const std::string path = dir / "out/checkpoint-20/trainer_state.json";
   fs::create_directories(fs::path(path).parent_path());
   WriteFile(path, bytes);
-  Touch(path);
+  PinMtime(path);
   auto ref = store::Store::Open(dir / "ref.db");
   ASSERT_TRUE(ref.ok());
   ingest::Summary s;
@@ -108,7 +95,7 @@ TEST(HfTrainerState, EveryCutOfACheckpointThenCompletedEqualsOneRead) {
   for (size_t cut = 0; cut <= bytes.size(); ++cut) {
     SCOPED_TRACE("cut at " + std::to_string(cut) + " of " + std::to_string(bytes.size()));
     WriteFile(path, bytes.substr(0, cut));  // the Trainer truncates, then writes
-    Touch(path);
+    PinMtime(path);
     auto st = store::Store::Open(":memory:");
     ASSERT_TRUE(st.ok());
     ingest::Summary first, second;
@@ -118,7 +105,7 @@ TEST(HfTrainerState, EveryCutOfACheckpointThenCompletedEqualsOneRead) {
     const bool whole = cut > bytes.find_last_of('}');  // only the newline after it missing
     ASSERT_EQ(first.totals.scalars, whole ? s.totals.scalars : 0);
     AppendFile(path, bytes.substr(cut));
-    Touch(path);
+    PinMtime(path);
     ASSERT_TRUE(ingest::IngestPaths(**st, {dir / "out"}, {}, &second).ok());
     ASSERT_EQ(DumpStore((*st)->db()), want);
   }
@@ -137,10 +124,10 @@ TEST(HfTrainerState, AFileRewrittenWholeInPlaceAddsOnlyWhatIsNew) {
     EXPECT_EQ(s.totals.errors, 0);
   }
   // Steps 1-60 of loss once each, nothing superseded.
-  EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM scalars p JOIN series s USING (series_id) "
+  EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM scalars p JOIN series s USING (series_id) "
                                "WHERE s.tag = 'loss'"), 60);
-  EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM scalars WHERE superseded = 1"), 0);
-  EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM sources"), 3);  // three generations
+  EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM scalars WHERE superseded = 1"), 0);
+  EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM sources"), 3);  // three generations
 }
 
 TEST(HfTrainerState, ABrokenDocumentIsReportedOnceWithItsOffsetAndReadWhenItChanges) {
@@ -166,10 +153,10 @@ TEST(HfTrainerState, ABrokenDocumentIsReportedOnceWithItsOffsetAndReadWhenItChan
   ingest::Summary s;
   ASSERT_TRUE(ingest::IngestPaths(**st, {dir / "out"}, {}, &s).ok());
   EXPECT_EQ(s.totals.scalars, 1);
-  EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM ingest_errors WHERE kind = 'bad_entry'"), 1);
+  EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM ingest_errors WHERE kind = 'bad_entry'"), 1);
   WriteFile(path, "[1, 2, 3]\n");
   ASSERT_TRUE(ingest::IngestPaths(**st, {dir / "out"}, {}, &s).ok());
-  EXPECT_EQ(Count((*st)->db(), "SELECT count(*) FROM ingest_errors WHERE kind = 'bad_document'"), 1);
+  EXPECT_EQ(CountRows((*st)->db(), "SELECT count(*) FROM ingest_errors WHERE kind = 'bad_document'"), 1);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "support/expected_points.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
 
@@ -52,6 +55,18 @@ MetricPoints StoredPoints(store::Db& db, const std::string& run) {
     out[q->Text(0)].emplace_back(q->Int(1), ValueText(v));
   }
   return out;
+}
+
+void PinMtime(const std::string& path) {
+  const struct timespec t[2] = {{1790000000, 0}, {1790000000, 0}};
+  ::utimensat(AT_FDCWD, path.c_str(), t, 0);
+}
+
+int64_t CountRows(store::Db& db, const std::string& sql) {
+  auto q = db.Prepare(sql);
+  if (!q.ok()) return -1;
+  Result<bool> row = q->Step();
+  return row.ok() && *row ? q->Int(0) : -1;
 }
 
 }  // namespace tw::testing

@@ -22,4 +22,11 @@ std::map<std::string, MetricPoints> ExpectedSourcePoints();
 MetricPoints StoredPoints(store::Db& db, const std::string& run);
 std::string ValueText(double v);
 
+// Sets a file's modification time to a fixed instant: the sources whose points take their
+// file's mtime as wall time (console logs, HF trainer states, CSV tables) then read the same
+// however often the file is rewritten, so a store can be compared with one read's.
+void PinMtime(const std::string& path);
+// The first column of the first row of `sql` as an integer (-1 on an error).
+int64_t CountRows(store::Db& db, const std::string& sql);
+
 }  // namespace tw::testing
