@@ -41,26 +41,10 @@ std::string Describe(int wait_status) {
   return "wait status " + std::to_string(wait_status);
 }
 
-// Rows of `sql` on a read-only connection, sorted, as "a|b|c"; nullopt while the store cannot
-// be read (not created or migrated yet).
+// Rows of `sql`, sorted; nullopt while the store cannot be read.
 std::optional<std::vector<std::string>> Rows(const std::string& db_path, const std::string& sql) {
-  auto db = store::OpenReadOnly(db_path);
-  if (!db.ok()) return std::nullopt;
-  auto st = (*db)->Prepare(sql);
-  if (!st.ok()) return std::nullopt;
-  std::vector<std::string> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) return std::nullopt;
-    if (!*row) break;
-    std::string line;
-    for (int c = 0; c < st->ColumnCount(); ++c) {
-      if (c) line += '|';
-      line += st->IsNull(c) ? std::string("NULL") : st->Text(c);
-    }
-    out.push_back(std::move(line));
-  }
-  std::sort(out.begin(), out.end());
+  auto out = testing::QueryRows(db_path, sql);
+  if (out) std::sort(out->begin(), out->end());
   return out;
 }
 

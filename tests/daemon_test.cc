@@ -41,26 +41,9 @@ namespace fs = std::filesystem;
 
 void Pause(std::chrono::milliseconds ms) { std::this_thread::sleep_for(ms); }
 
-// Rows of a query against a store, read-only, as "a|b|c"; nullopt while the store cannot be
-// read (not created yet, not migrated yet).
+// Rows of a query against a store, read-only, as "a|b|c" (tests/support/store_dump.h).
 std::optional<std::vector<std::string>> Query(const std::string& db_path, const std::string& sql) {
-  auto db = store::OpenReadOnly(db_path);
-  if (!db.ok()) return std::nullopt;
-  auto st = (*db)->Prepare(sql);
-  if (!st.ok()) return std::nullopt;
-  std::vector<std::string> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) return std::nullopt;
-    if (!*row) break;
-    std::string line;
-    for (int c = 0; c < st->ColumnCount(); ++c) {
-      if (c) line += '|';
-      line += st->IsNull(c) ? std::string("NULL") : st->Text(c);
-    }
-    out.push_back(std::move(line));
-  }
-  return out;
+  return testing::QueryRows(db_path, sql);
 }
 
 int64_t Count(const std::string& db_path, const std::string& sql) {

@@ -74,4 +74,24 @@ int64_t QueryInt(const std::string& db_path, const std::string& sql) {
   return row.ok() && *row ? q->Int(0) : -1;
 }
 
+std::optional<std::vector<std::string>> QueryRows(const std::string& db_path, const std::string& sql) {
+  auto db = store::OpenReadOnly(db_path);
+  if (!db.ok()) return std::nullopt;
+  auto st = (*db)->Prepare(sql);
+  if (!st.ok()) return std::nullopt;
+  std::vector<std::string> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row.ok()) return std::nullopt;
+    if (!*row) break;
+    std::string line;
+    for (int c = 0; c < st->ColumnCount(); ++c) {
+      if (c) line += '|';
+      line += st->IsNull(c) ? std::string("NULL") : st->Text(c);
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
 }  // namespace tw::testing

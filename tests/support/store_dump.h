@@ -24,5 +24,8 @@ std::optional<std::vector<std::string>> DumpLiveScalars(const std::string& db_pa
 // `db_path`, as an integer; -1 when the store or the query fails (a daemon may still be
 // creating it), so tests can poll it.
 int64_t QueryInt(const std::string& db_path, const std::string& sql);
+// Rows of `sql` on a read-only connection, as "a|b|c" (NULL for a null), in the order the query
+// gives; nullopt while the store cannot be read (not created or migrated yet).
+std::optional<std::vector<std::string>> QueryRows(const std::string& db_path, const std::string& sql);
 
 }  // namespace tw::testing
