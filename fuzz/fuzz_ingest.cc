@@ -1,10 +1,14 @@
 // libFuzzer target: the whole ingest path, with the promise the daemon rests on: a file read
 // in one go and the same bytes read in two goes (the second part appended after the first
 // read) leave the same store. The first byte picks the file's kind (TensorBoard event file,
-// W&B .wandb log, wandb-history.jsonl, wandb-events.jsonl), the second the cut; the rest is
-// the file. Both stores start as copies of one migrated empty store, and are compared as the
+// W&B .wandb log, wandb-history.jsonl, wandb-events.jsonl, a console log (W&B's
+// files/output.log), a Lightning or YOLO metrics table, an MLflow file-store metric), the second
+// the cut; the rest is the file. (HF's trainer_state.json is left out: a document is rewritten
+// whole, never appended to, so two reads of a complete prefix are meant to differ.) Both stores start as copies of one migrated empty store, and are compared as the
 // daemon tests compare them: every point, run event and hparam, each source's offset, record
 // and error counts, and each ingest error's offset and kind.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,9 +55,15 @@ const Dirs& TheDirs() {
 }
 
 void Write(const std::string& path, std::string_view bytes, bool append) {
-  std::ofstream out(path, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) std::abort();
+  {
+    std::ofstream out(path, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) std::abort();
+  }
+  // Console and table points take the file's mtime as their wall time: pinned, so that one
+  // read and two compare.
+  const struct timespec t[2] = {{1790000000, 0}, {1790000000, 0}};
+  ::utimensat(AT_FDCWD, path.c_str(), t, 0);
 }
 
 std::unique_ptr<tw::store::Store> FreshStore(const std::string& path) {
@@ -115,12 +125,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const Dirs& dirs = TheDirs();
   static const char* const kNames[] = {"events.out.tfevents.1700000000.host.1.0", "run-fuzz.wandb",
-                                       "wandb-history.jsonl", "wandb-events.jsonl"};
+                                       "wandb-history.jsonl", "wandb-events.jsonl",
+                                       "files/output.log", "metrics.csv", "results.csv",
+                                       "1/0123456789abcdef0123456789abcdef/metrics/val/loss"};
   const std::string run = dirs.logs + "/run";
   std::error_code ec;
   fs::remove_all(dirs.logs, ec);
-  fs::create_directories(run);
-  const std::string file = run + "/" + kNames[data[0] % 4];
+  const std::string file = run + "/" + kNames[data[0] % 8];
+  fs::create_directories(fs::path(file).parent_path());
   const std::string_view bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
   const size_t cut = data[1] * bytes.size() / 256;
 

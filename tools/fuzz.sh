@@ -43,7 +43,8 @@ seed() {
     fuzz_jsonl_reader) from=(-name '*.jsonl') ;;
     fuzz_config) from=(-name '*.toml') ;;
     fuzz_rule_header) from=(-name '*.sql') ;;
-    fuzz_ingest) from=(-name '*tfevents*' -o -name '*.wandb' -o -name '*.jsonl') ;;
+    fuzz_ingest) from=(-name '*tfevents*' -o -name '*.wandb' -o -name '*.jsonl' -o -name '*.log' \
+                       -o -name 'metrics.csv' -o -name 'results.csv' -o -path '*/mlruns/*/metrics/*') ;;
   esac
   local -a roots=(tests/data docs sql)
   [ -n "$corpus" ] && roots+=("$corpus")
@@ -53,7 +54,9 @@ seed() {
     case "$target" in
       fuzz_ingest)
         case "$f" in
-          *.wandb) kind='\x01' ;; *wandb-history.jsonl) kind='\x02' ;; *.jsonl) kind='\x03' ;; *) kind='\x00' ;;
+          *.wandb) kind='\x01' ;; *wandb-history.jsonl) kind='\x02' ;; *.jsonl) kind='\x03' ;;
+          *.log) kind='\x04' ;; *metrics.csv) kind='\x05' ;; *results.csv) kind='\x06' ;;
+          */metrics/*) kind='\x07' ;; *) kind='\x00' ;;
         esac
         { printf "$kind\x80"; head -c 65536 "$f"; } > "$dir/$n" ;;
       fuzz_jsonl_reader) { printf '\x07\x80'; head -c 1048576 "$f"; } > "$dir/$n" ;;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "decode/wandb_value.h"
 
 namespace tw::ingest {
@@ -130,6 +131,10 @@ Status ConsoleIngester::Line(PointSink& sink, std::string_view line, int64_t off
     if (!values_.metrics.empty()) last = std::move(values_);
   }
   if (!last) return Status::Ok();
+  // Keys are kept as valid UTF-8 (invalid bytes as U+FFFD), as the state that carries waiting
+  // lines across a restart does: a resumed read names its series as one read does.
+  for (auto& kv : last->metrics)
+    if (!utf8::IsValid(kv.first)) kv.first = utf8::MakeValid(kv.first);
   if (last->redisplay) {
     // Only what changed since the bar last showed it is new.
     std::erase_if(last->metrics, [&](const auto& kv) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/json.h"
+#include "base/utf8.h"
 #include "decode/console_profiles.h"
 #include "decode/wandb_value.h"
 
@@ -105,7 +106,9 @@ Status CsvIngester::Line(PointSink& sink, std::string_view line, int64_t offset,
   SplitCsv(line, &cells_);
   if (columns_.empty()) {
     for (size_t i = 0; i < cells_.size(); ++i) {
-      columns_.emplace_back(Trim(cells_[i]));
+      // Names are kept as valid UTF-8 (invalid bytes as U+FFFD), as the state that carries them
+      // across a restart does: a resumed read names its series as one read does.
+      columns_.push_back(utf8::MakeValid(Trim(cells_[i])));
       if (columns_.back() == "step") step_ = static_cast<int>(i);
       if (columns_.back() == "epoch") epoch_ = static_cast<int>(i);
     }
