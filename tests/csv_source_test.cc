@@ -183,7 +183,6 @@ TEST(CsvSource, RealYoloRunsOfTheCorpusMatchAnIndependentRead) {
 
 TEST(CsvSource, ATableWithoutAStepIsNotAMetricsTableAndBadRowsAreNamed) {
   TempDir dir;
-  WriteFile(dir / "a/results.csv", "");
   fs::create_directories(dir / "a");
   WriteFile(dir / "a/results.csv", "name,score\nx,1\n");
   fs::create_directories(dir / "b");

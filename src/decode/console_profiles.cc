@@ -200,6 +200,11 @@ Status ProfileSet::Parse(std::string_view text, const std::string& file, Profile
   return Status::Ok();
 }
 
+std::shared_ptr<const ProfileSet> ProfileSet::BuiltIn() {
+  static const std::shared_ptr<const ProfileSet> built_in = Load("", nullptr);
+  return built_in;
+}
+
 std::shared_ptr<const ProfileSet> ProfileSet::Load(const std::string& user_dir,
                                                    std::vector<std::string>* errors) {
   auto set = std::make_shared<ProfileSet>();

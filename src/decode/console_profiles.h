@@ -57,6 +57,8 @@ class ProfileSet {
   // order. A file that does not load is reported in `errors` ("FILE: why") and skipped.
   static std::shared_ptr<const ProfileSet> Load(const std::string& user_dir,
                                                 std::vector<std::string>* errors);
+  // The built-in profiles alone, parsed and compiled once per process (they never change).
+  static std::shared_ptr<const ProfileSet> BuiltIn();
   // One profile from its text; the error names `file`, and the line where toml++ can say.
   static Status Parse(std::string_view text, const std::string& file, ProfileSet* into);
 

@@ -3,17 +3,12 @@
 #include <cmath>
 
 #include "base/json.h"
+#include "base/strings.h"
 #include "decode/wandb_value.h"
 
 namespace tw::decode {
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 std::string ScalarJson(std::string_view v) {
   if (v == "true" || v == "True" || v == "TRUE") return "true";
@@ -45,13 +40,13 @@ std::vector<std::pair<std::string, std::string>> ParseFlatYaml(std::string_view 
     if (line.empty() || line[0] == ' ' || line[0] == '\t' || line[0] == '#' || line[0] == '-')
       continue;  // nested, a comment, a list item or a document marker
     const size_t colon = line.find(": ");
-    const bool bare = colon == std::string_view::npos && Trim(line).ends_with(':');
+    const bool bare = colon == std::string_view::npos && TrimSpace(line).ends_with(':');
     if (colon == std::string_view::npos && !bare) continue;
-    const std::string_view key = Trim(line.substr(0, bare ? Trim(line).size() - 1 : colon));
+    const std::string_view key = TrimSpace(line.substr(0, bare ? TrimSpace(line).size() - 1 : colon));
     if (key.empty() || key.front() == '\'' || key.front() == '"' || key.front() == '{' ||
         key.front() == '[' || key.front() == '&' || key.front() == '!')
       continue;
-    const std::string_view value = bare ? std::string_view() : Trim(line.substr(colon + 2));
+    const std::string_view value = bare ? std::string_view() : TrimSpace(line.substr(colon + 2));
     if (!value.empty() && (value.front() == '{' || value.front() == '[' || value.front() == '&' ||
                            value.front() == '*' || value.front() == '!' || value.front() == '|' ||
                            value.front() == '>'))

@@ -1,5 +1,7 @@
 #include "diagnose/rule.h"
 
+#include "base/strings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -33,18 +35,12 @@ bool ParseSeverity(std::string_view s, Severity* out) {
 
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 std::vector<std::string> SplitList(std::string_view s) {
   std::vector<std::string> out;
   std::string item;
   std::istringstream in{std::string(s)};
   while (std::getline(in, item, ',')) {
-    std::string_view t = Trim(item);
+    std::string_view t = TrimSpace(item);
     if (!t.empty()) out.emplace_back(t);
   }
   return out;
@@ -53,7 +49,7 @@ std::vector<std::string> SplitList(std::string_view s) {
 // A finite number: from_chars also reads "nan" and "inf", which no threshold or duration means
 // (a NaN `for` or parameter makes every comparison false: the rule silently never fires).
 bool ParseNumber(std::string_view s, double* out) {
-  s = Trim(s);
+  s = TrimSpace(s);
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && p == s.data() + s.size() && std::isfinite(*out);
 }
@@ -69,17 +65,17 @@ bool ValidName(std::string_view s) {
 Status ParseParam(std::string_view v, RuleParam* p) {
   const size_t eq = v.find('=');
   if (eq == std::string_view::npos) return InvalidArgument("expected 'param NAME = NUMBER: description'");
-  p->name = std::string(Trim(v.substr(0, eq)));
+  p->name = std::string(TrimSpace(v.substr(0, eq)));
   if (!ValidName(p->name)) return InvalidArgument("parameter name '" + p->name + "' is not [A-Za-z0-9_]+");
   std::string_view rest = v.substr(eq + 1);
   const size_t colon = rest.find(':');
   if (colon != std::string_view::npos) {
-    p->description = std::string(Trim(rest.substr(colon + 1)));
+    p->description = std::string(TrimSpace(rest.substr(colon + 1)));
     rest = rest.substr(0, colon);
   }
   // from_chars reads "nan" and "inf": a threshold that compares false (or true) with everything.
   if (!ParseNumber(rest, &p->default_value))
-    return InvalidArgument("parameter " + p->name + ": '" + std::string(Trim(rest)) + "' is not a finite number");
+    return InvalidArgument("parameter " + p->name + ": '" + std::string(TrimSpace(rest)) + "' is not a finite number");
   return Status::Ok();
 }
 
@@ -100,26 +96,26 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
   };
   while (std::getline(in, line)) {
     ++lineno;
-    std::string_view l = Trim(line);
+    std::string_view l = TrimSpace(line);
     if (l.empty()) continue;
     if (!l.starts_with("--")) break;
     std::string_view body = l.substr(2);
-    if (Trim(body).empty()) break;  // a bare "--" ends the header: prose may follow
+    if (TrimSpace(body).empty()) break;  // a bare "--" ends the header: prose may follow
     const size_t colon = body.find(':');
-    std::string_view key = colon == std::string_view::npos ? "" : Trim(body.substr(0, colon));
-    std::string_view value = colon == std::string_view::npos ? "" : Trim(body.substr(colon + 1));
+    std::string_view key = colon == std::string_view::npos ? "" : TrimSpace(body.substr(0, colon));
+    std::string_view value = colon == std::string_view::npos ? "" : TrimSpace(body.substr(colon + 1));
     // A key is a word of [a-z_]; "--   length): more" continues the text above it.
     const bool is_key = colon != std::string_view::npos && !key.empty() &&
                         key.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string_view::npos;
-    if (Trim(body).starts_with("param ")) {
+    if (TrimSpace(body).starts_with("param ")) {
       RuleParam p;
-      if (Status st = ParseParam(Trim(body).substr(6), &p); !st.ok()) return fail(st.message());
+      if (Status st = ParseParam(TrimSpace(body).substr(6), &p); !st.ok()) return fail(st.message());
       r.params.push_back(std::move(p));
       last_text = nullptr;
       continue;
     }
     if (!is_key) {
-      if (last_text && !Trim(body).empty()) *last_text += " " + std::string(Trim(body));
+      if (last_text && !TrimSpace(body).empty()) *last_text += " " + std::string(TrimSpace(body));
       continue;
     }
     last_text = nullptr;
@@ -156,7 +152,7 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
   // The SELECT starts at the first line that is neither blank nor a comment.
   std::istringstream body{std::string(text)};
   for (int n = 1; std::getline(body, line); ++n) {
-    std::string_view l = Trim(line);
+    std::string_view l = TrimSpace(line);
     if (!l.empty() && !l.starts_with("--")) {
       r.sql_line = n;
       break;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ingest/file_ingester.h"
 
@@ -24,5 +25,11 @@ class FileIngester::Batch {
   // of a batch is written, at the commit (nullopt: removed).
   std::unordered_map<std::string, std::optional<std::string>> summary;
 };
+
+// A config value as hparams (wandb_records.cc): scalars and strings, nested dicts flattened
+// into dotted keys, old W&B SDKs' {"desc", "value"} wrappers unwrapped. Used for every
+// source's hyperparameters (W&B config, Lightning's hparams.yaml).
+void ConfigHParams(const std::string& key, const decode::JsonNode& n, int depth,
+                   std::vector<decode::HParam>* out);
 
 }  // namespace tw::ingest

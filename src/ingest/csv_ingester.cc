@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/json.h"
+#include "base/strings.h"
 #include "base/utf8.h"
 #include "decode/console_profiles.h"
 #include "decode/wandb_value.h"
@@ -11,15 +12,9 @@ namespace tw::ingest {
 
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 // A step cell: a whole number (Lightning writes "12"; a float "12.0" is taken too).
 std::optional<int64_t> StepCell(std::string_view cell) {
-  const std::optional<double> v = decode::ParseConsoleNumber(Trim(cell));
+  const std::optional<double> v = decode::ParseConsoleNumber(TrimSpace(cell));
   if (!v || !std::isfinite(*v) || *v < 0 || *v > 9e15 || *v != std::floor(*v)) return std::nullopt;
   return static_cast<int64_t>(*v);
 }
@@ -108,7 +103,7 @@ Status CsvIngester::Line(PointSink& sink, std::string_view line, int64_t offset,
     for (size_t i = 0; i < cells_.size(); ++i) {
       // Names are kept as valid UTF-8 (invalid bytes as U+FFFD), as the state that carries them
       // across a restart does: a resumed read names its series as one read does.
-      columns_.push_back(utf8::MakeValid(Trim(cells_[i])));
+      columns_.push_back(utf8::MakeValid(TrimSpace(cells_[i])));
       if (columns_.back() == "step") step_ = static_cast<int>(i);
       if (columns_.back() == "epoch") epoch_ = static_cast<int>(i);
     }
@@ -127,7 +122,7 @@ Status CsvIngester::Line(PointSink& sink, std::string_view line, int64_t offset,
                         "a row of " + std::to_string(cells_.size()) + " cells under a header of " +
                             std::to_string(columns_.size()) + "; skipped");
   // The step, or the epoch in a row whose step is empty (or a table without one).
-  const bool no_step = step_ < 0 || Trim(cells_[step_]).empty();
+  const bool no_step = step_ < 0 || TrimSpace(cells_[step_]).empty();
   std::optional<int64_t> step = no_step ? std::nullopt : StepCell(cells_[step_]);
   if (no_step && epoch_ >= 0) step = StepCell(cells_[epoch_]);
   if (!step)
@@ -135,7 +130,7 @@ Status CsvIngester::Line(PointSink& sink, std::string_view line, int64_t offset,
                         "a row without a whole, non-negative step or epoch; skipped");
   for (size_t i = 0; i < cells_.size(); ++i) {
     if (static_cast<int>(i) == step_ || (static_cast<int>(i) == epoch_ && step_ < 0)) continue;
-    const std::string_view cell = Trim(cells_[i]);
+    const std::string_view cell = TrimSpace(cells_[i]);
     if (cell.empty()) continue;  // a metric not logged in this row
     const std::optional<double> v = decode::ParseConsoleNumber(cell);
     if (!v) continue;  // text: not a metric

@@ -67,7 +67,7 @@ sources::SourceKind KindOf(const std::string& path, const IngestOptions& options
 
 FileIngester::FileIngester(store::Store& store, IngestOptions options)
     : store_(store), options_(std::move(options)), tracker_(store) {
-  if (!options_.profiles) options_.profiles = decode::ProfileSet::Load("", nullptr);
+  if (!options_.profiles) options_.profiles = decode::ProfileSet::BuiltIn();
   console_ = std::make_unique<ConsoleIngester>(options_.profiles);
   hf_state_ = std::make_unique<HfStateIngester>();
   csv_ = std::make_unique<CsvIngester>();
@@ -396,21 +396,8 @@ Status FileIngester::LoadHParamsYaml(RunState& run, Batch& b) {
   const std::string text = f->Head(64 << 10);  // hyperparameters: a few hundred bytes
   std::vector<model::HParam> hparams;
   for (const auto& [key, json] : decode::ParseFlatYaml(text)) {
-    model::HParam p;
-    p.key = key;
     decode::JsonNode v;
-    if (!decode::ParseJson(json, &v).ok()) continue;
-    if (v.type == decode::JsonNode::Type::kNumber) {
-      p.type = model::HParam::Type::kNumber;
-      p.number = v.number;
-    } else if (v.type == decode::JsonNode::Type::kBool) {
-      p.type = model::HParam::Type::kBool;
-      p.number = v.number;
-    } else if (v.type == decode::JsonNode::Type::kString) {
-      p.type = model::HParam::Type::kString;
-      p.text = v.text;
-    }
-    hparams.push_back(std::move(p));
+    if (decode::ParseJson(json, &v).ok()) ConfigHParams(key, v, 0, &hparams);
   }
   for (const auto& p : hparams) TW_RETURN_IF_ERROR(store_.UpsertHParam(run.run_id(), p));
   return Status::Ok();

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <vector>
 
 #include "base/file_io.h"
 #include "base/json.h"
@@ -69,23 +70,20 @@ model::HParam MlflowParam(const std::string& key, const std::string& text) {
 
 Status MlflowIngester::Line(PointSink& sink, std::string_view key, std::string_view line,
                             int64_t offset) {
-  std::string_view fields[3];
-  size_t n = 0;
-  for (size_t at = 0; at <= line.size() && n < 4;) {
-    size_t sp = line.find(' ', at);
-    if (sp == std::string_view::npos) sp = line.size();
-    if (n == 3) {
-      n = 4;
-      break;
-    }
-    fields[n++] = line.substr(at, sp - at);
+  // "<timestamp> <value> <step>", or "<timestamp> <value>" (step 0) before MLflow 1.0.
+  std::vector<std::string_view> fields;
+  for (size_t at = 0; at <= line.size() && fields.size() <= 3;) {
+    const size_t sp = std::min(line.find(' ', at), line.size());
+    fields.push_back(line.substr(at, sp - at));
     at = sp + 1;
   }
-  std::optional<double> ts = n >= 2 ? decode::ParseConsoleNumber(fields[0]) : std::nullopt;
-  std::optional<double> value = n >= 2 ? decode::ParseConsoleNumber(fields[1]) : std::nullopt;
-  std::optional<double> step = n == 3 ? decode::ParseConsoleNumber(fields[2]) : std::optional<double>(0);
-  if ((n != 2 && n != 3) || !ts || !value || !step || !std::isfinite(*ts) ||
-      !std::isfinite(*step) || std::fabs(*step) > 9e15 || *step != std::floor(*step))
+  const bool shaped = fields.size() == 2 || fields.size() == 3;
+  const std::optional<double> ts = shaped ? decode::ParseConsoleNumber(fields[0]) : std::nullopt;
+  const std::optional<double> value = shaped ? decode::ParseConsoleNumber(fields[1]) : std::nullopt;
+  const std::optional<double> step =
+      fields.size() == 3 ? decode::ParseConsoleNumber(fields[2]) : std::optional<double>(0);
+  if (!ts || !value || !step || !std::isfinite(*ts) || !std::isfinite(*step) ||
+      std::fabs(*step) > 9e15 || *step != std::floor(*step))
     return sink.Problem(offset, static_cast<int64_t>(line.size()), "bad_line",
                         "not an MLflow metric line (\"<timestamp> <value> <step>\"); skipped");
   return sink.Scalar(key, static_cast<int64_t>(*step), *ts / 1000.0, *value, offset, 0);

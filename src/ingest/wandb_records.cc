@@ -353,9 +353,6 @@ Status FileIngester::WandbStats(RunState& run, Batch& b, int64_t offset) {
   return Status::Ok();
 }
 
-namespace {
-
-// A config value as an hparam: scalars and strings, nested dicts flattened into dotted keys.
 void ConfigHParams(const std::string& key, const JsonNode& n, int depth,
                    std::vector<decode::HParam>* out) {
   using T = decode::HParam::Type;
@@ -377,7 +374,6 @@ void ConfigHParams(const std::string& key, const JsonNode& n, int depth,
   }
 }
 
-}  // namespace
 
 Status FileIngester::WandbRunValues(RunState& run, Batch& b, store::RunValues table) {
   const decode::WandbRecord& r = wandb_;
