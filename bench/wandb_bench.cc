@@ -10,7 +10,7 @@
 // PyTorch-style tfevents buffer holding the same scalar points (bench/gen.h). Then, best of K
 // (default 3) on CPU time:
 //   1. framing only: wandb::Scanner (CRC-32 over every chunk) vs tfrecord::Scanner (two CRC32Cs);
-//   2. + record decoding: DecodeWandbRecord vs DecodeEvent;
+//   2. + record decoding: wandb::DecodeRecord vs DecodeEvent;
 //   3. + the normalizer's per-item work (item name, value_json number), in history items/s;
 //   4. end-to-end: IngestPaths of each file into a fresh store, against a bare prepared
 //      INSERT OR IGNORE of as many rows, 20000 per transaction, into the same schema.
@@ -24,13 +24,13 @@
 #include <string>
 
 #include "decode/event.h"
-#include "decode/wandb_record.h"
-#include "decode/wandb_value.h"
+#include "wandb/record.h"
+#include "decode/json_value.h"
 #include "gen.h"
 #include "ingest/ingest.h"
 #include "store/store.h"
 #include "support/event_writer.h"
-#include "support/wandb_writer.h"
+#include "wandb/testing/log_writer.h"
 #include "tfrecord/reader.h"
 #include "tfrecord/writer.h"
 #include "wandb/log_reader.h"
@@ -71,7 +71,7 @@ struct Generated {
   int64_t rows = 0, history_items = 0, points = 0, records = 0;
 };
 
-// The records through the tests' writer (tests/support/wandb_writer.h): libprotobuf builds
+// The records through the tests' writer (tests/wandb/testing/log_writer.h): libprotobuf builds
 // them, and its WandbLogWriter frames them as LevelDB's log writer does.
 Generated Generate(size_t min_bytes) {
   namespace tt = tw::testing;
@@ -212,13 +212,13 @@ int main(int argc, char** argv) {
     check = n;
   }, reps, &t_scan);
   if (check != g.points) Die("tfevents scan count");
-  decode::WandbRecord rec;
+  wandb::Record rec;
   Best([&] {
     wandb::Scanner s(std::string_view(g.wandb).substr(7), 7, {}, wandb::BlockOrigin::kZero);
     int64_t items = 0;
     while (s.Next() == wandb::Scanner::Step::kRecord) {
-      if (!decode::DecodeWandbRecord(s.record(), &rec).ok()) Die("decode");
-      if (rec.kind == decode::WandbKind::kHistory) items += static_cast<int64_t>(rec.items.size());
+      if (!wandb::DecodeRecord(s.record(), &rec).ok()) Die("decode");
+      if (rec.kind == wandb::RecordKind::kHistory) items += static_cast<int64_t>(rec.items.size());
     }
     check = items;
   }, reps, &w_dec);
@@ -240,10 +240,10 @@ int main(int argc, char** argv) {
     wandb::Scanner s(std::string_view(g.wandb).substr(7), 7, {}, wandb::BlockOrigin::kZero);
     int64_t items = 0;
     while (s.Next() == wandb::Scanner::Step::kRecord) {
-      if (!decode::DecodeWandbRecord(s.record(), &rec).ok()) Die("decode");
-      if (rec.kind != decode::WandbKind::kHistory) continue;
+      if (!wandb::DecodeRecord(s.record(), &rec).ok()) Die("decode");
+      if (rec.kind != wandb::RecordKind::kHistory) continue;
       for (const auto& it : rec.items) {
-        decode::WandbItemName(rec, it, &name);
+        wandb::ItemName(rec, it, &name);
         double v;
         if (decode::ParseJsonNumber(it.value_json, &v)) sink += v;
         ++items;
@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
   std::printf("in memory (best of %d, CPU time; one core):\n", reps);
   line("wandb  framing + CRC-32", w_scan, wmib, g.records, "records");
   line("tfevents framing + 2x CRC32C (baseline)", t_scan, tmib, g.points, "records");
-  line("wandb  + DecodeWandbRecord", w_dec, wmib, g.history_items, "items");
+  line("wandb  + wandb::DecodeRecord", w_dec, wmib, g.history_items, "items");
   line("tfevents + DecodeEvent (baseline)", t_dec, tmib, g.points, "values");
   line("wandb  + item name + value_json number", w_norm, wmib, g.history_items, "items");
 

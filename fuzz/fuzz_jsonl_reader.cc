@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 #include "fuzz_util.h"
 #include "read/lines.h"
 

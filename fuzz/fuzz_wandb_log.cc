@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "decode/wandb_record.h"
-#include "decode/wandb_value.h"
+#include "wandb/record.h"
+#include "wandb/value.h"
 #include "wandb/log_reader.h"
 
 namespace {
@@ -20,18 +20,18 @@ using tw::wandb::BlockOrigin;
 using tw::wandb::Scanner;
 
 void Decode(std::string_view record) {
-  tw::decode::WandbRecord r;
-  if (!tw::decode::DecodeWandbRecord(record, &r).ok()) return;
+  tw::wandb::Record r;
+  if (!tw::wandb::DecodeRecord(record, &r).ok()) return;
   std::string name;
   tw::decode::JsonNode node;
   tw::decode::Histogram h;
   for (const auto& item : r.items) {
-    tw::decode::WandbItemName(r, item, &name);
+    tw::wandb::ItemName(r, item, &name);
     double v;
     if (tw::decode::ParseJsonNumber(item.value_json, &v)) continue;
     if (!tw::decode::ParseJson(item.value_json, &node).ok()) continue;
-    if (tw::decode::ClassifyWandbValue(node) == tw::decode::WandbValueKind::kHistogram)
-      (void)tw::decode::WandbHistogram(node, &h);
+    if (tw::wandb::ClassifyValue(node) == tw::wandb::ValueKind::kHistogram)
+      (void)tw::wandb::ParseHistogram(node, &h);
   }
 }
 

@@ -11,7 +11,7 @@
 #include "ingest/ingest.h"
 #include "store/store.h"
 #include "support/test_env.h"
-#include "support/wandb_writer.h"
+#include "wandb/testing/log_writer.h"
 
 namespace tw::diagnose {
 namespace {

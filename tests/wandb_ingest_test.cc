@@ -16,7 +16,7 @@
 #include "store/store.h"
 #include "support/store_dump.h"
 #include "support/test_env.h"
-#include "support/wandb_writer.h"
+#include "wandb/testing/log_writer.h"
 
 namespace tw {
 namespace {

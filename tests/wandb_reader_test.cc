@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "support/test_env.h"
-#include "support/wandb_writer.h"
+#include "wandb/testing/log_writer.h"
 
 namespace tw::wandb {
 namespace {

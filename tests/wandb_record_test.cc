@@ -1,6 +1,6 @@
 // The hand-written wandb_internal.Record decoder against libprotobuf: random Records built
 // with the generated classes of proto/wandb_record.proto (W&B's field numbers), serialized by
-// libprotobuf, decoded by decode::DecodeWandbRecord, every field compared. Plus value_json
+// libprotobuf, decoded by wandb::DecodeRecord, every field compared. Plus value_json
 // parsing and histograms, the pieces the ingester builds on.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,14 +11,19 @@
 #include <string>
 #include <vector>
 
-#include "decode/wandb_record.h"
-#include "decode/wandb_value.h"
+#include "wandb/record.h"
+#include "wandb/value.h"
+#include "decode/json_value.h"
 #include "wandb_record.pb.h"
 
-namespace tw::decode {
+namespace tw::wandb {
 namespace {
 
 namespace wp = tw::wandb_proto;
+using decode::Histogram;
+using decode::JsonNode;
+using decode::ParseJson;
+using decode::ParseJsonNumber;
 using ::testing::HasSubstr;
 
 std::string RandomString(std::mt19937& rng) {
@@ -45,8 +50,8 @@ int32_t RandomInt32(std::mt19937_64& rng) { return static_cast<int32_t>(RandomIn
 
 // An item of a history row, config, summary: a flat key or a nested path, never both (as
 // W&B writes them), and a value.
-template <typename Item>
-void FillItem(std::mt19937& rng, Item* it) {
+template <typename WantItem>
+void FillItem(std::mt19937& rng, WantItem* it) {
   if (rng() % 2) {
     it->set_key(RandomString(rng));
   } else {
@@ -56,10 +61,10 @@ void FillItem(std::mt19937& rng, Item* it) {
   it->set_value_json(RandomString(rng));
 }
 
-template <typename Item>
-void ExpectItem(const WandbRecord& d, size_t i, const Item& want, bool removed) {
+template <typename WantItem>
+void ExpectItem(const Record& d, size_t i, const WantItem& want, bool removed) {
   ASSERT_LT(i, d.items.size());
-  const WandbItem& got = d.items[i];
+  const Item& got = d.items[i];
   EXPECT_EQ(got.key, want.key()) << i;
   ASSERT_EQ(got.count, static_cast<uint32_t>(want.nested_key_size())) << i;
   for (int k = 0; k < want.nested_key_size(); ++k)
@@ -69,7 +74,7 @@ void ExpectItem(const WandbRecord& d, size_t i, const Item& want, bool removed) 
 }
 
 template <typename Rec>
-void ExpectUpdates(const WandbRecord& d, const Rec& want) {
+void ExpectUpdates(const Record& d, const Rec& want) {
   ASSERT_EQ(d.items.size(), static_cast<size_t>(want.update_size() + want.remove_size()));
   // Updates and removes in wire order: libprotobuf writes field 1 before field 2.
   size_t i = 0;
@@ -88,7 +93,7 @@ double TsSeconds(const wp::Timestamp& ts) {
 TEST(WandbRecordDecode, RandomRecordsDecodeAsLibprotobufEncodesThem) {
   std::mt19937 rng(1);
   std::mt19937_64 rng64(2);
-  WandbRecord d;  // reused, as the ingester does
+  Record d;  // reused, as the ingester does
   int kinds_seen[32] = {};
   for (int iter = 0; iter < 3000; ++iter) {
     SCOPED_TRACE("record " + std::to_string(iter));
@@ -196,13 +201,13 @@ TEST(WandbRecordDecode, RandomRecordsDecodeAsLibprotobufEncodesThem) {
     }
     std::string bytes;
     ASSERT_TRUE(r.SerializeToString(&bytes));
-    const Status st = DecodeWandbRecord(bytes, &d);
+    const Status st = DecodeRecord(bytes, &d);
     ASSERT_TRUE(st.ok()) << st.ToString();
 
     EXPECT_EQ(d.num, r.num());
     switch (r.record_type_case()) {
       case wp::Record::kHistory: {
-        EXPECT_EQ(d.kind, WandbKind::kHistory);
+        EXPECT_EQ(d.kind, RecordKind::kHistory);
         const auto& h = r.history();
         ASSERT_EQ(d.items.size(), static_cast<size_t>(h.item_size()));
         for (int i = 0; i < h.item_size(); ++i) ExpectItem(d, static_cast<size_t>(i), h.item(i), false);
@@ -211,7 +216,7 @@ TEST(WandbRecordDecode, RandomRecordsDecodeAsLibprotobufEncodesThem) {
         break;
       }
       case wp::Record::kStats: {
-        EXPECT_EQ(d.kind, WandbKind::kStats);
+        EXPECT_EQ(d.kind, RecordKind::kStats);
         const auto& s = r.stats();
         ASSERT_EQ(d.items.size(), static_cast<size_t>(s.item_size()));
         for (int i = 0; i < s.item_size(); ++i) {
@@ -223,15 +228,15 @@ TEST(WandbRecordDecode, RandomRecordsDecodeAsLibprotobufEncodesThem) {
         break;
       }
       case wp::Record::kConfig:
-        EXPECT_EQ(d.kind, WandbKind::kConfig);
+        EXPECT_EQ(d.kind, RecordKind::kConfig);
         ExpectUpdates(d, r.config());
         break;
       case wp::Record::kSummary:
-        EXPECT_EQ(d.kind, WandbKind::kSummary);
+        EXPECT_EQ(d.kind, RecordKind::kSummary);
         ExpectUpdates(d, r.summary());
         break;
       case wp::Record::kRun: {
-        EXPECT_EQ(d.kind, WandbKind::kRun);
+        EXPECT_EQ(d.kind, RecordKind::kRun);
         const auto& x = r.run();
         EXPECT_EQ(d.run_id, x.run_id());
         EXPECT_EQ(d.entity, x.entity());
@@ -247,12 +252,12 @@ TEST(WandbRecordDecode, RandomRecordsDecodeAsLibprotobufEncodesThem) {
         break;
       }
       case wp::Record::kExit:
-        EXPECT_EQ(d.kind, WandbKind::kExit);
+        EXPECT_EQ(d.kind, RecordKind::kExit);
         EXPECT_EQ(d.exit_code, r.exit().exit_code());
         EXPECT_EQ(d.runtime, r.exit().runtime());
         break;
       case wp::Record::kMetric: {
-        EXPECT_EQ(d.kind, WandbKind::kMetric);
+        EXPECT_EQ(d.kind, RecordKind::kMetric);
         const auto& m = r.metric();
         EXPECT_EQ(d.metric_name, m.name());
         EXPECT_EQ(d.metric_glob, m.glob_name());
@@ -262,39 +267,39 @@ TEST(WandbRecordDecode, RandomRecordsDecodeAsLibprotobufEncodesThem) {
         break;
       }
       case wp::Record::kHeader:
-        EXPECT_EQ(d.kind, WandbKind::kHeader);
+        EXPECT_EQ(d.kind, RecordKind::kHeader);
         EXPECT_EQ(d.version, r.header().version_info().producer());
         break;
       case wp::Record::kTelemetry:
-        EXPECT_EQ(d.kind, WandbKind::kTelemetry);
+        EXPECT_EQ(d.kind, RecordKind::kTelemetry);
         EXPECT_EQ(d.version, r.telemetry().cli_version());
         break;
       case wp::Record::kAlert:
-        EXPECT_EQ(d.kind, WandbKind::kAlert);
+        EXPECT_EQ(d.kind, RecordKind::kAlert);
         EXPECT_EQ(d.alert_title, r.alert().title());
         EXPECT_EQ(d.alert_text, r.alert().text());
         EXPECT_EQ(d.alert_level, r.alert().level());
         break;
       case wp::Record::kOutput:
-        EXPECT_EQ(d.kind, WandbKind::kOutput);
+        EXPECT_EQ(d.kind, RecordKind::kOutput);
         EXPECT_EQ(d.line, r.output().line());
         EXPECT_DOUBLE_EQ(d.timestamp, TsSeconds(r.output().timestamp()));
         break;
       case wp::Record::kOutputRaw:
-        EXPECT_EQ(d.kind, WandbKind::kOutputRaw);
+        EXPECT_EQ(d.kind, RecordKind::kOutputRaw);
         EXPECT_EQ(d.line, r.output_raw().line());
         EXPECT_DOUBLE_EQ(d.timestamp, TsSeconds(r.output_raw().timestamp()));
         break;
       case wp::Record::kTbrecord:
-        EXPECT_EQ(d.kind, WandbKind::kTbRecord);
+        EXPECT_EQ(d.kind, RecordKind::kTbRecord);
         EXPECT_EQ(d.tb_log_dir, r.tbrecord().log_dir());
         break;
-      case wp::Record::kFinal: EXPECT_EQ(d.kind, WandbKind::kFinal); break;
-      case wp::Record::kFooter: EXPECT_EQ(d.kind, WandbKind::kFooter); break;
-      case wp::Record::kPreempting: EXPECT_EQ(d.kind, WandbKind::kPreempting); break;
-      case wp::Record::kFiles: EXPECT_EQ(d.kind, WandbKind::kFiles); break;
-      case wp::Record::kArtifact: EXPECT_EQ(d.kind, WandbKind::kArtifact); break;
-      case wp::Record::RECORD_TYPE_NOT_SET: EXPECT_EQ(d.kind, WandbKind::kNone); break;
+      case wp::Record::kFinal: EXPECT_EQ(d.kind, RecordKind::kFinal); break;
+      case wp::Record::kFooter: EXPECT_EQ(d.kind, RecordKind::kFooter); break;
+      case wp::Record::kPreempting: EXPECT_EQ(d.kind, RecordKind::kPreempting); break;
+      case wp::Record::kFiles: EXPECT_EQ(d.kind, RecordKind::kFiles); break;
+      case wp::Record::kArtifact: EXPECT_EQ(d.kind, RecordKind::kArtifact); break;
+      case wp::Record::RECORD_TYPE_NOT_SET: EXPECT_EQ(d.kind, RecordKind::kNone); break;
       default: ADD_FAILURE() << "unexpected record type " << r.record_type_case();
     }
     if (r.record_type_case() != wp::Record::kHistory && r.record_type_case() != wp::Record::kStats &&
@@ -315,12 +320,12 @@ TEST(WandbRecordDecode, ItemNamesJoinNestedKeysWithDots) {
   n->add_nested_key("c/d");
   std::string bytes;
   ASSERT_TRUE(r.SerializeToString(&bytes));
-  WandbRecord d;
-  ASSERT_TRUE(DecodeWandbRecord(bytes, &d).ok());
+  Record d;
+  ASSERT_TRUE(DecodeRecord(bytes, &d).ok());
   std::string name;
-  WandbItemName(d, d.items[0], &name);
+  ItemName(d, d.items[0], &name);
   EXPECT_EQ(name, "flat.key");
-  WandbItemName(d, d.items[1], &name);
+  ItemName(d, d.items[1], &name);
   EXPECT_EQ(name, "a.b.c/d");
 }
 
@@ -336,12 +341,12 @@ TEST(WandbRecordDecode, TruncatedAndMalformedRecordsFailCleanly) {
   h->mutable_step()->set_num(7);
   std::string bytes;
   ASSERT_TRUE(r.SerializeToString(&bytes));
-  WandbRecord d;
+  Record d;
   int failed = 0;
   // Every proper prefix: either an error naming the message, or (cut between fields) a
   // decode of fewer fields; never a read past the end (ASan/UBSan builds check that).
   for (size_t n = 0; n < bytes.size(); ++n) {
-    const Status st = DecodeWandbRecord(std::string_view(bytes).substr(0, n), &d);
+    const Status st = DecodeRecord(std::string_view(bytes).substr(0, n), &d);
     if (!st.ok()) {
       ++failed;
       EXPECT_THAT(st.message(), HasSubstr("malformed wandb_internal.Record"));
@@ -349,13 +354,13 @@ TEST(WandbRecordDecode, TruncatedAndMalformedRecordsFailCleanly) {
   }
   EXPECT_GT(failed, static_cast<int>(bytes.size()) / 2);
   // The history field cut inside: the message names it.
-  const Status st = DecodeWandbRecord(std::string_view(bytes).substr(0, bytes.size() - 1), &d);
+  const Status st = DecodeRecord(std::string_view(bytes).substr(0, bytes.size() - 1), &d);
   ASSERT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("history, field 2"));
   // A group (wire type 3) where a Record field is expected.
-  EXPECT_FALSE(DecodeWandbRecord(std::string("\x13\x14", 2), &d).ok());
+  EXPECT_FALSE(DecodeRecord(std::string("\x13\x14", 2), &d).ok());
   // history sent as a varint.
-  EXPECT_FALSE(DecodeWandbRecord(std::string("\x10\x01", 2), &d).ok());
+  EXPECT_FALSE(DecodeRecord(std::string("\x10\x01", 2), &d).ok());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -393,7 +398,7 @@ TEST(WandbValue, ParsesNestedDocumentsWithNonFiniteNumbers) {
   EXPECT_EQ(e->array[1].number, -std::numeric_limits<double>::infinity());
   EXPECT_EQ(e->array[2].text, "x\xC3\xA9\xF0\x9F\x94\xA5");
   EXPECT_EQ(n.Find("n")->type, JsonNode::Type::kNull);
-  EXPECT_EQ(ClassifyWandbValue(*n.Find("t")), WandbValueKind::kNumber);
+  EXPECT_EQ(ClassifyValue(*n.Find("t")), ValueKind::kNumber);
   for (const char* bad : {"{", "[1,", "{\"a\" 1}", "\"open", "{\"a\": 1} x", "tru", "[1 2]"}) {
     const Status st = ParseJson(bad, &n);
     EXPECT_FALSE(st.ok()) << bad;
@@ -407,25 +412,25 @@ TEST(WandbValue, HistogramsWithBinsOrPackedBins) {
   JsonNode n;
   Histogram h;
   ASSERT_TRUE(ParseJson(R"({"_type": "histogram", "values": [0, 2, 0, 3], "bins": [0, 1, 2, 3, 4]})", &n).ok());
-  EXPECT_EQ(ClassifyWandbValue(n), WandbValueKind::kHistogram);
-  ASSERT_TRUE(WandbHistogram(n, &h).ok());
+  EXPECT_EQ(ClassifyValue(n), ValueKind::kHistogram);
+  ASSERT_TRUE(ParseHistogram(n, &h).ok());
   EXPECT_EQ(h.count, 5);
   EXPECT_EQ(h.min, 1);
   EXPECT_EQ(h.max, 4);
   EXPECT_DOUBLE_EQ(h.sum, 2 * 1.5 + 3 * 3.5);
   ASSERT_EQ(h.buckets.size(), 2u);
   ASSERT_TRUE(ParseJson(R"({"_type": "histogram", "values": [1, 1], "packedBins": {"min": -1, "size": 0.5, "count": 2}})", &n).ok());
-  ASSERT_TRUE(WandbHistogram(n, &h).ok());
+  ASSERT_TRUE(ParseHistogram(n, &h).ok());
   EXPECT_EQ(h.count, 2);
   EXPECT_EQ(h.min, -1);
   EXPECT_EQ(h.max, 0);
   ASSERT_TRUE(ParseJson(R"({"_type": "histogram", "values": [1, 1], "bins": [0, 1]})", &n).ok());
-  EXPECT_THAT(WandbHistogram(n, &h).message(), HasSubstr("2 values but 2 bin edges"));
+  EXPECT_THAT(ParseHistogram(n, &h).message(), HasSubstr("2 values but 2 bin edges"));
   ASSERT_TRUE(ParseJson(R"({"_type": "image-file", "path": "media/x.png"})", &n).ok());
-  EXPECT_EQ(ClassifyWandbValue(n), WandbValueKind::kImage);
+  EXPECT_EQ(ClassifyValue(n), ValueKind::kImage);
   ASSERT_TRUE(ParseJson(R"({"_type": "table-file"})", &n).ok());
-  EXPECT_EQ(ClassifyWandbValue(n), WandbValueKind::kMedia);
+  EXPECT_EQ(ClassifyValue(n), ValueKind::kMedia);
 }
 
 }  // namespace
-}  // namespace tw::decode
+}  // namespace tw::wandb

@@ -8,7 +8,7 @@
 #include "store/store.h"
 #include "support/store_dump.h"
 #include "support/test_env.h"
-#include "decode/wandb_legacy_files.h"
+#include "wandb/legacy_files.h"
 
 namespace tw {
 namespace {
@@ -196,20 +196,20 @@ TEST(WandbLegacyFiles, ConfigYamlInBothLayoutsAndTheSummary) {
       "wandb_version: 1\n\n_wandb:\n  desc: null\n  value:\n    cli_version: 0.8.31\n"
       "lr:\n  desc: null\n  value: 0.0005\nenv:\n  desc: Gym id\n  value: MountainCar-v0\n"
       "amp:\n  desc: null\n  value: false\nname:\n  desc: null\n  value: 'a: b'\n";
-  EXPECT_EQ(decode::ParseConfigYaml(old_style),
-            (decode::KeyValues{{"lr", "0.0005"}, {"env", "\"MountainCar-v0\""}, {"amp", "false"},
+  EXPECT_EQ(wandb::ParseConfigYaml(old_style),
+            (wandb::KeyValues{{"lr", "0.0005"}, {"env", "\"MountainCar-v0\""}, {"amp", "false"},
                               {"name", "\"a: b\""}}));
   const std::string core_style =
       "_wandb:\n    value:\n        cli_version: 0.21.2\nbatch_size:\n    value: 256\n"
       "betas:\n    value:\n        - 0.9\n        - 0.95\nwarmup:\n    value: null\n";
-  EXPECT_EQ(decode::ParseConfigYaml(core_style),
-            (decode::KeyValues{{"batch_size", "256"}, {"warmup", "null"}}));  // lists left out
+  EXPECT_EQ(wandb::ParseConfigYaml(core_style),
+            (wandb::KeyValues{{"batch_size", "256"}, {"warmup", "null"}}));  // lists left out
 
-  auto summary = decode::ParseSummaryJson(R"({"loss": NaN, "best": {"x": [1, Infinity]}, "s": "t"})");
+  auto summary = wandb::ParseSummaryJson(R"({"loss": NaN, "best": {"x": [1, Infinity]}, "s": "t"})");
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
-  EXPECT_EQ(*summary, (decode::KeyValues{{"loss", "NaN"}, {"best", "{\"x\": [1, Infinity]}"}, {"s", "\"t\""}}));
-  EXPECT_FALSE(decode::ParseSummaryJson("[1, 2]").ok());
-  EXPECT_FALSE(decode::ParseSummaryJson("{\"a\": ").ok());
+  EXPECT_EQ(*summary, (wandb::KeyValues{{"loss", "NaN"}, {"best", "{\"x\": [1, Infinity]}"}, {"s", "\"t\""}}));
+  EXPECT_FALSE(wandb::ParseSummaryJson("[1, 2]").ok());
+  EXPECT_FALSE(wandb::ParseSummaryJson("{\"a\": ").ok());
 }
 
 }  // namespace

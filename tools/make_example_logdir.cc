@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "support/event_writer.h"
-#include "support/wandb_writer.h"
+#include "wandb/testing/log_writer.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include "base/json.h"
 #include "base/strings.h"
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 
 namespace tw::decode {
 

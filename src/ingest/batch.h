@@ -1,5 +1,5 @@
-// FileIngester's bookkeeping for the file it is reading, shared by its tfevents and W&B
-// halves (file_ingester.cc, wandb_records.cc). Internal to src/ingest.
+// FileIngester's bookkeeping for the file it is reading, shared by the ingesters of every
+// format through PointSink. Internal to src/ingest.
 #pragma once
 
 #include <optional>
@@ -26,7 +26,7 @@ class FileIngester::Batch {
   std::unordered_map<std::string, std::optional<std::string>> summary;
 };
 
-// A config value as hparams (wandb_records.cc): scalars and strings, nested dicts flattened
+// A config value as hparams (wandb_ingester.cc): scalars and strings, nested dicts flattened
 // into dotted keys, old W&B SDKs' {"desc", "value"} wrappers unwrapped. Used for every
 // source's hyperparameters (W&B config, Lightning's hparams.yaml).
 void ConfigHParams(const std::string& key, const decode::JsonNode& n, int depth,

@@ -5,7 +5,7 @@
 
 #include "base/json.h"
 #include "base/utf8.h"
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 
 namespace tw::ingest {
 

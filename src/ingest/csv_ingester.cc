@@ -6,7 +6,7 @@
 #include "base/strings.h"
 #include "base/utf8.h"
 #include "decode/console_profiles.h"
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 
 namespace tw::ingest {
 

@@ -19,6 +19,8 @@
 #include "ingest/batch.h"
 #include "ingest/console_ingester.h"
 #include "ingest/csv_ingester.h"
+#include "ingest/tfevents_ingester.h"
+#include "ingest/wandb_ingester.h"
 #include "ingest/hf_state_ingester.h"
 #include "ingest/mlflow_db_ingester.h"
 #include "ingest/mlflow_ingester.h"
@@ -72,6 +74,8 @@ FileIngester::FileIngester(store::Store& store, IngestOptions options)
   hf_state_ = std::make_unique<HfStateIngester>();
   csv_ = std::make_unique<CsvIngester>();
   mlflow_ = std::make_unique<MlflowIngester>();
+  wandb_ = std::make_unique<WandbIngester>();
+  tfevents_ = std::make_unique<TfEventsIngester>();
 }
 
 FileIngester::~FileIngester() = default;
@@ -121,7 +125,7 @@ Status RunState::Load() {
   // W&B: system metrics go at the latest history step; define_metric's step metrics apply to
   // series created later.
   TW_RETURN_IF_ERROR(LoadWandbResume(*series));
-  step_metrics_.clear();
+  wandb_.step_metrics.clear();
   Result<store::Stmt> m = store_.db().Prepare(
       "SELECT detail FROM run_events WHERE run_id = ?1 AND kind = 'define_metric' "
       "ORDER BY source_id, offset");
@@ -133,7 +137,7 @@ Status RunState::Load() {
     if (!*row) break;
     const std::string d = m->Text(0);  // "<name or glob>\t<step metric>"
     const size_t tab = d.find('\t');
-    if (tab != std::string::npos) step_metrics_.emplace_back(d.substr(0, tab), d.substr(tab + 1));
+    if (tab != std::string::npos) wandb_.step_metrics.emplace_back(d.substr(0, tab), d.substr(tab + 1));
   }
   return Status::Ok();
 }
@@ -141,8 +145,8 @@ Status RunState::Load() {
 // The latest history row's step and wall time, exactly as committed with its source's offset
 // (store version 11); for sources committed before that, reconstructed from the highest steps.
 Status RunState::LoadWandbResume(const std::vector<store::SeriesRow>& series) {
-  wandb_has_step_ = false;
-  wandb_step_ = 0;
+  wandb_.has_step = false;
+  wandb_.step = 0;
   Result<store::Stmt> resume = store_.db().Prepare(
       "SELECT wandb_step, wandb_wall FROM sources WHERE run_id = ?1 AND wandb_step IS NOT NULL "
       "ORDER BY last_read DESC, source_id DESC LIMIT 1");
@@ -151,18 +155,18 @@ Status RunState::LoadWandbResume(const std::vector<store::SeriesRow>& series) {
   Result<bool> resumed = resume->Step();
   if (!resumed.ok()) return resumed.status();
   if (*resumed) {
-    wandb_has_step_ = true;
-    wandb_step_ = resume->Int(0);
-    wandb_wall_ = resume->Real(1);
+    wandb_.has_step = true;
+    wandb_.step = resume->Int(0);
+    wandb_.wall = resume->Real(1);
     return Status::Ok();
   }
   for (const auto& [name, tag] : tags_) {
     if (!tag.has_step || name.starts_with("system/")) continue;
-    if (!wandb_has_step_ || tag.max_step > wandb_step_) {
-      wandb_step_ = tag.max_step;
-      wandb_wall_ = tag.max_step_wall;
+    if (!wandb_.has_step || tag.max_step > wandb_.step) {
+      wandb_.step = tag.max_step;
+      wandb_.wall = tag.max_step_wall;
     }
-    wandb_has_step_ = true;
+    wandb_.has_step = true;
   }
   // After a resume that went back (a 'restart' event), rows count up again from its step: the
   // latest row is the highest live step logged since, not the highest of all, which keys not
@@ -179,9 +183,9 @@ Status RunState::LoadWandbResume(const std::vector<store::SeriesRow>& series) {
   if (!restarted.ok()) return restarted.status();
   if (*restarted) {
     const int64_t source = last->Int(0), offset = last->Int(1), from = last->Int(2);
-    wandb_has_step_ = true;
-    wandb_step_ = from;
-    wandb_wall_ = last->Real(3);
+    wandb_.has_step = true;
+    wandb_.step = from;
+    wandb_.wall = last->Real(3);
     for (const auto& s : series) {
       if (s.kind == "text" || s.tag.starts_with("system/")) continue;
       Result<store::Stmt> q = store_.db().Prepare(
@@ -193,9 +197,9 @@ Status RunState::LoadWandbResume(const std::vector<store::SeriesRow>& series) {
       q->Bind(1, s.series_id).Bind(2, source).Bind(3, offset).Bind(4, from);
       Result<bool> row = q->Step();
       if (!row.ok()) return row.status();
-      if (*row && q->Int(0) >= wandb_step_) {
-        wandb_step_ = q->Int(0);
-        wandb_wall_ = q->Real(1);
+      if (*row && q->Int(0) >= wandb_.step) {
+        wandb_.step = q->Int(0);
+        wandb_.wall = q->Real(1);
       }
     }
   }
@@ -381,6 +385,31 @@ Status FileIngester::ReadDocument(RunState& run, Batch& b, const std::string& pa
   return Status::Ok();
 }
 
+Status FileIngester::ProcessRecord(RunState& run, Batch& b, std::string_view record,
+                                   int64_t offset) {
+  PointSink sink(*this, run, b);
+  return tfevents_->Record(sink, record, offset);
+}
+
+Status FileIngester::ProcessWandbRecord(RunState& run, Batch& b, std::string_view record,
+                                        int64_t offset) {
+  PointSink sink(*this, run, b);
+  return wandb_->Record(sink, record, offset);
+}
+
+Status FileIngester::ProcessWandbLine(RunState& run, Batch& b, std::string_view line,
+                                      int64_t offset) {
+  PointSink sink(*this, run, b);
+  return wandb_->Line(sink, line, offset);
+}
+
+// In the history's transaction (RecordHandler::at_end): committed with its offset, so a read
+// that fails (disk full) reads them again with the history.
+Status FileIngester::LoadLegacySideFiles(RunState& run, Batch& b) {
+  PointSink sink(*this, run, b);
+  return wandb_->LegacySideFiles(sink);
+}
+
 Status FileIngester::ProcessCsvLine(RunState& run, Batch& b, std::string_view line,
                                     int64_t offset) {
   PointSink sink(*this, run, b);
@@ -441,9 +470,9 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader,
     b.source.size_seen = std::max<int64_t>(size, b.source.committed_offset);
     if (head.size() > b.source.head.size()) b.source.head = head;  // the file has grown
     b.source.tail_crc = TailCrc(b.fd, b.source.committed_offset);
-    if (handler.wandb_resume && run.wandb_has_step_) {  // committed with the offset
-      b.source.wandb_step = run.wandb_step_;
-      b.source.wandb_wall = run.wandb_wall_;
+    if (handler.wandb_resume && run.wandb_.has_step) {  // committed with the offset
+      b.source.wandb_step = run.wandb_.step;
+      b.source.wandb_wall = run.wandb_.wall;
     }
     if (handler.save_state) (this->*handler.save_state)(b);
   };
@@ -543,10 +572,10 @@ Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, double wall,
   b.totals.restarts++;
   // Live max steps changed for the tags at or past the restart step: reload them.
   const int64_t starts = run.starts_;
-  auto step_metrics = std::move(run.step_metrics_);
+  auto step_metrics = std::move(run.wandb_.step_metrics);
   TW_RETURN_IF_ERROR(run.Load());
   run.starts_ = starts;
-  run.step_metrics_ = std::move(step_metrics);
+  run.wandb_.step_metrics = std::move(step_metrics);
   return Status::Ok();
 }
 

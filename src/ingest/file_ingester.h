@@ -1,7 +1,12 @@
-// Reads event files into the store, one file at a time, resuming from each file's committed
-// offset. Per-run state (each tag's plugin, its series, its highest live step, how many
-// SessionLog STARTs were seen) lives in a RunState owned by the caller, so the files of one
-// run are read in order against one state. Single-threaded: the owner of the Store calls it.
+// Reads source files into the store, one file at a time, resuming from each file's committed
+// offset: the source tracker says whether the file is new, moved, a new generation or refused;
+// the format's reader frames its records (read/file_reader.h); the format's ingester
+// (tfevents_ingester.h, wandb_ingester.h, console_ingester.h, ...) turns each record into
+// points through a PointSink; commits carry the offset and the format's state together.
+// Per-run state (each tag's plugin, its series, its highest live step, how many SessionLog
+// STARTs were seen, W&B's history position) lives in a RunState owned by the caller, so the
+// files of one run are read in order against one state. Single-threaded: the owner of the
+// Store calls it.
 #pragma once
 
 #include <cmath>
@@ -17,8 +22,7 @@
 #include "decode/classify.h"
 #include "decode/console_profiles.h"
 #include "decode/event.h"
-#include "decode/wandb_value.h"
-#include "decode/wandb_record.h"
+#include "decode/json_value.h"
 #include "ingest/discover.h"
 #include "ingest/source_tracker.h"
 #include "store/store.h"
@@ -80,6 +84,18 @@ class ConsoleIngester;
 class HfStateIngester;
 class CsvIngester;
 class MlflowIngester;
+class WandbIngester;
+class TfEventsIngester;
+
+// Where a W&B run's history is: the latest row's _step (system metrics, which have none, are
+// stored at it) and its wall time, committed with each of its files' offsets; and
+// define_metric's step metrics as (name or glob, step metric). Shared by a run's W&B files.
+struct WandbCursor {
+  bool has_step = false;
+  int64_t step = 0;
+  double wall = 0;
+  std::vector<std::pair<std::string, std::string>> step_metrics;
+};
 
 class RunState {
  public:
@@ -90,6 +106,7 @@ class RunState {
   Status Load();  // series, plugins and live max steps from the store
   int64_t run_id() const { return run_id_; }
   const std::string& root() const { return root_; }
+  WandbCursor& wandb() { return wandb_; }
 
  private:
   friend class FileIngester;
@@ -124,12 +141,7 @@ class RunState {
   std::string root_;
   std::unordered_map<std::string, Tag, Hash, std::equal_to<>> tags_;
   int64_t starts_ = 0;
-  // W&B: the latest history row's _step (system metrics, which have none, are stored at it),
-  // its wall time, and define_metric's step metrics as (name or glob, step metric).
-  int64_t wandb_step_ = 0;
-  bool wandb_has_step_ = false;
-  double wandb_wall_ = 0;
-  std::vector<std::pair<std::string, std::string>> step_metrics_;
+  WandbCursor wandb_;
 };
 
 class FileIngester {
@@ -166,9 +178,9 @@ class FileIngester {
                      const std::string& path,
                      int64_t size, const std::string& head, Totals* totals,
                      const ProgressFn& progress, bool* more);
+  // TensorBoard event files (tfevents_ingester.h).
   Status ProcessRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
-  Status ProcessValue(RunState& run, Batch& b, const decode::SummaryValue& v, int vidx,
-                      int64_t offset);
+  std::unique_ptr<TfEventsIngester> tfevents_;
   // Supersedes live points at step >= `step` logged before this event (before `before_wall`
   // when given: a format whose lines are in time order supersedes every earlier point): of
   // the whole run, or of `series` only. Records a restart event when anything was superseded
@@ -177,24 +189,11 @@ class FileIngester {
                  std::string detail, const std::vector<int64_t>* series, bool always,
                  std::optional<double> before_wall = std::nullopt);
 
-  // W&B (wandb_records.cc).
+  // W&B (wandb_ingester.h).
   Status ProcessWandbRecord(RunState& run, Batch& b, std::string_view record, int64_t offset);
-  Status WandbHistory(RunState& run, Batch& b, int64_t offset);
-  Status WandbStats(RunState& run, Batch& b, int64_t offset);
-  Status WandbRunValues(RunState& run, Batch& b, store::RunValues table);
-  Status WandbDefineMetric(RunState& run, Batch& b, int64_t offset);
-  // Stores one logged value (a number, a histogram, a media object counted, a nested dict
-  // flattened into dotted names) of series `name`.
-  Status WandbValue(RunState& run, Batch& b, const std::string& name, const decode::JsonNode* node,
-                    std::string_view json, int64_t step, double wall, int vidx, int64_t offset);
-  Status WandbPoint(RunState& run, Batch& b, const std::string& name, decode::Kind kind,
-                    double value, const decode::Histogram* h, int64_t step, double wall, int vidx,
-                    int64_t offset);
-  Status WandbProblem(Batch& b, int64_t offset, std::string_view kind, std::string detail);
-  Status RewindIfBack(RunState& run, Batch& b, const std::vector<std::string>& names,
-                      int64_t step, double wall, int64_t offset);
   Status ProcessWandbLine(RunState& run, Batch& b, std::string_view line, int64_t offset);
   Status LoadLegacySideFiles(RunState& run, Batch& b);
+  std::unique_ptr<WandbIngester> wandb_;
   Result<int64_t> SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                             decode::Kind kind);
   friend class PointSink;
@@ -202,11 +201,6 @@ class FileIngester {
   store::Store& store_;
   IngestOptions options_;
   SourceTracker tracker_;
-  decode::Event event_;           // reused across records
-  decode::Classified classified_; // reused across values
-  decode::WandbRecord wandb_;     // reused across records
-  std::string name_;              // scratch for item names
-  std::vector<std::string> names_;  // a history row's item names
 
   // Console logs (console_ingester.h).
   Status ProcessConsoleLine(RunState& run, Batch& b, std::string_view line, int64_t offset);

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 #include "ingest/point_sink.h"
 
 namespace tw::ingest {

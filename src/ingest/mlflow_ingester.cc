@@ -8,7 +8,7 @@
 #include "base/json.h"
 #include "decode/console_profiles.h"
 #include "decode/flat_yaml.h"
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 
 namespace tw::ingest {
 

@@ -4,11 +4,15 @@
 
 namespace tw::ingest {
 
-Status PointSink::Scalar(std::string_view name, int64_t step, double wall, double value,
-                         int64_t offset, int vidx) {
+RunState::Tag& PointSink::TagOf(std::string_view name) {
   auto it = run_.tags_.find(name);
   if (it == run_.tags_.end()) it = run_.tags_.emplace(std::string(name), RunState::Tag{}).first;
-  RunState::Tag& tag = it->second;
+  return it->second;
+}
+
+Status PointSink::Scalar(std::string_view name, int64_t step, double wall, double value,
+                         int64_t offset, int vidx) {
+  RunState::Tag& tag = TagOf(name);
   Result<int64_t> series = in_.SeriesFor(run_, tag, name, decode::Kind::kScalar);
   if (!series.ok()) return series.status();
   TW_RETURN_IF_ERROR(
@@ -17,6 +21,121 @@ Status PointSink::Scalar(std::string_view name, int64_t step, double wall, doubl
   tag.NoteStep(step, wall);
   b_.points_since_commit++;
   return Status::Ok();
+}
+
+Status PointSink::Histogram(std::string_view name, int64_t step, double wall,
+                            const decode::Histogram& h, int64_t offset, int vidx) {
+  RunState::Tag& tag = TagOf(name);
+  Result<int64_t> series = in_.SeriesFor(run_, tag, name, decode::Kind::kHistogram);
+  if (!series.ok()) return series.status();
+  TW_RETURN_IF_ERROR(
+      in_.store_.InsertHistogram(*series, step, b_.source.source_id, offset, vidx, wall, h));
+  b_.totals.histograms++;
+  tag.NoteStep(step, wall);
+  b_.points_since_commit++;
+  return Status::Ok();
+}
+
+bool PointSink::HasSeries(std::string_view name, decode::Kind kind) const {
+  auto it = run_.tags_.find(name);
+  const int slot = kind == decode::Kind::kScalar ? 0 : kind == decode::Kind::kHistogram ? 1 : 2;
+  return it != run_.tags_.end() && it->second.series[slot] != 0;
+}
+
+std::vector<std::string> PointSink::Metrics() const {
+  std::vector<std::string> names;
+  names.reserve(run_.tags_.size());
+  for (const auto& [name, tag] : run_.tags_) names.push_back(name);
+  return names;
+}
+
+Status PointSink::StepMetric(std::string_view name, std::string_view step_metric) {
+  auto it = run_.tags_.find(name);
+  if (it == run_.tags_.end()) return Status::Ok();
+  for (int64_t id : it->second.series)
+    if (id) TW_RETURN_IF_ERROR(in_.store_.SetSeriesStepMetric(id, step_metric));
+  return Status::Ok();
+}
+
+Status PointSink::RewindIfBack(const std::vector<std::string_view>& names, int64_t step,
+                               double wall, int64_t offset, std::string_view noun,
+                               std::string_view step_word, std::string_view why) {
+  std::vector<int64_t> rewound;
+  std::string detail;
+  for (std::string_view name : names) {
+    auto t = run_.tags_.find(name);
+    if (t == run_.tags_.end() || !t->second.has_step || step >= t->second.max_step ||
+        wall <= t->second.max_step_wall)
+      continue;
+    for (int64_t id : t->second.series)
+      if (id) rewound.push_back(id);
+    if (detail.empty())
+      detail = std::string(noun) + " '" + std::string(name) + "' went back from " +
+               std::string(step_word) + " " + std::to_string(t->second.max_step) + " to " +
+               std::to_string(step);
+  }
+  if (rewound.empty()) return Status::Ok();
+  return in_.Restart(run_, b_, step, wall, offset, detail + ": " + std::string(why), &rewound,
+                     true);
+}
+
+Status PointSink::RestartRun(int64_t step, double wall, int64_t offset, std::string detail,
+                             bool always) {
+  return in_.Restart(run_, b_, step, wall, offset, std::move(detail), nullptr, always);
+}
+
+int64_t PointSink::NoteStart() { return ++run_.starts_; }
+
+Status PointSink::ReplaceHParams(const std::vector<model::HParam>& ps) {
+  b_.totals.hparams += static_cast<int64_t>(ps.size());
+  return in_.store_.ReplaceHParams(run_.run_id(), ps);
+}
+
+Status PointSink::Event(std::string_view kind, std::optional<int64_t> step, double wall,
+                        int64_t offset, const std::string& detail) {
+  b_.totals.run_events++;
+  return in_.store_.InsertRunEvent(run_.run_id(), b_.source.source_id, offset, kind, step, wall,
+                                   detail);
+}
+
+Result<std::optional<int64_t>> PointSink::LinkContinuedRun() {
+  return in_.store_.LinkContinuedRun(run_.run_id());
+}
+
+void PointSink::CountBlob(Blob kind) {
+  store::RunCounters& c = b_.counters;
+  switch (kind) {
+    case Blob::kImage: c.images++; break;
+    case Blob::kAudio: c.audio++; break;
+    case Blob::kGraph: c.graphs++; break;
+    case Blob::kRunMetadata: c.run_metadata++; break;
+    case Blob::kOther: c.other_tensors++; break;
+  }
+  b_.totals.blobs++;
+}
+
+Status PointSink::Text(std::string_view name, int64_t step, double wall, std::string_view text,
+                       int64_t offset, int vidx) {
+  RunState::Tag& tag = TagOf(name);
+  Result<int64_t> series = in_.SeriesFor(run_, tag, name, decode::Kind::kText);
+  if (!series.ok()) return series.status();
+  TW_RETURN_IF_ERROR(
+      in_.store_.InsertText(*series, step, b_.source.source_id, offset, vidx, wall, text));
+  b_.totals.texts++;
+  tag.NoteStep(step, wall);
+  b_.points_since_commit++;
+  return Status::Ok();
+}
+
+const decode::TagPlugin* PointSink::Plugin(std::string_view name) const {
+  auto it = run_.tags_.find(name);
+  return it != run_.tags_.end() && it->second.plugin_known ? &it->second.plugin : nullptr;
+}
+
+void PointSink::SetPlugin(std::string_view name, decode::TagPlugin plugin) {
+  RunState::Tag& tag = TagOf(name);
+  tag.plugin = std::move(plugin);
+  tag.plugin_known = true;
 }
 
 std::optional<int64_t> PointSink::MaxStep(std::string_view name) const {
@@ -55,10 +174,30 @@ Status PointSink::RunValue(std::string_view key, std::string_view json) {
   return in_.store_.SetRunValue(store::RunValues::kSummary, run_.run_id(), key, json);
 }
 
+void PointSink::LatestRunValue(std::string_view key, std::optional<std::string> json) {
+  b_.summary[std::string(key)] = std::move(json);
+}
+
+Status PointSink::RemoveConfigValue(std::string_view key) {
+  TW_RETURN_IF_ERROR(in_.store_.SetRunValue(store::RunValues::kConfig, run_.run_id(), key, std::nullopt));
+  return in_.store_.RemoveHParam(run_.run_id(), key);
+}
+
+Status PointSink::SideFileProblem(const std::string& path, std::string_view kind,
+                                  std::string detail) {
+  return in_.store_.InsertError(std::nullopt, path, 0, 0, kind, detail);
+}
+
 Status PointSink::ConfigValue(std::string_view key, std::string_view json) {
   return in_.store_.SetRunValue(store::RunValues::kConfig, run_.run_id(), key, json);
 }
 
 Status PointSink::HParam(const model::HParam& p) { return in_.store_.UpsertHParam(run_.run_id(), p); }
+
+Status PointSink::HParams(const std::vector<model::HParam>& ps) {
+  for (const auto& p : ps) TW_RETURN_IF_ERROR(HParam(p));
+  b_.totals.hparams += static_cast<int64_t>(ps.size());
+  return Status::Ok();
+}
 
 }  // namespace tw::ingest

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 #include "support/test_env.h"
 
 namespace tw::testing {

@@ -1,7 +1,7 @@
-// W&B's value_json: what wandb.log() values become. Python's json module writes them, so
-// bare NaN, Infinity and -Infinity occur (Boost.JSON and most parsers refuse those, and W&B's
-// own charts hide them: here they are kept). Numbers and booleans take a fast path; objects
-// (nested dicts, histograms, media) are parsed into a small tree.
+// JSON as Python's json module writes it: bare NaN, Infinity and -Infinity occur (W&B's
+// value_json, HF's trainer_state.json, MLflow; Boost.JSON and most parsers refuse those,
+// here they are kept). Numbers and booleans take a fast path; objects and arrays are parsed
+// into a small tree.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "base/status.h"
-#include "decode/classify.h"
 
 namespace tw::decode {
 
@@ -44,24 +43,5 @@ struct JsonMember {
 // Parses one JSON document, NaN/Infinity allowed, nested at most 64 deep. The error says
 // what was wrong and at which byte (also in *error_at, when given).
 Status ParseJson(std::string_view json, JsonNode* out, size_t* error_at = nullptr);
-
-// What a logged value is, once parsed.
-enum class WandbValueKind : uint8_t {
-  kNumber,     // a scalar (booleans too)
-  kHistogram,  // {"_type": "histogram", "values": [...], "bins": [...]} or "packedBins"
-  kMedia,      // any other {"_type": ...}: images, tables, videos, ... (counted, not stored)
-  kImage,      // image-file, images/separated
-  kString,
-  kNull,
-  kOther,      // arrays and anything else not charted
-};
-
-// A histogram object's counts and edges. Its `values` are counts per bin: bins has one more
-// entry than values (W&B's np.histogram layout), or packedBins {min, size, count}.
-Status WandbHistogram(const JsonNode& object, Histogram* out);
-
-// Classifies a parsed value; objects without `_type` are not classified here (the caller
-// flattens them into dotted names).
-WandbValueKind ClassifyWandbValue(const JsonNode& node);
 
 }  // namespace tw::decode

@@ -1,10 +1,10 @@
-#include "decode/wandb_record.h"
+#include "wandb/record.h"
 
 #include <string>
 
 #include "decode/wire.h"
 
-namespace tw::decode {
+namespace tw::wandb {
 namespace {
 
 using wire::Reader;
@@ -46,10 +46,10 @@ bool Timestamp(Reader& r, uint32_t wt, double* out) {
 }
 
 // HistoryItem, StatsItem, ConfigItem, SummaryItem: key 1, nested_key 2, value_json 16.
-bool Item(Reader& r, uint32_t wt, WandbRecord* out, bool removed) {
+bool ReadItem(Reader& r, uint32_t wt, Record* out, bool removed) {
   std::string_view b;
   if (!Str(r, wt, &b)) return false;
-  WandbItem item;
+  Item item;
   item.removed = removed;
   item.first = static_cast<uint32_t>(out->parts.size());
   const bool ok = ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
@@ -69,16 +69,16 @@ bool Item(Reader& r, uint32_t wt, WandbRecord* out, bool removed) {
 }
 
 // ConfigRecord / SummaryRecord: update 1, remove 2.
-bool Updates(std::string_view b, WandbRecord* out) {
+bool Updates(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
-    if (f == 1 || f == 2) return Item(t, w, out, f == 2);
+    if (f == 1 || f == 2) return ReadItem(t, w, out, f == 2);
     return t.Skip(w);
   });
 }
 
-bool History(std::string_view b, WandbRecord* out) {
+bool History(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
-    if (f == 1) return Item(t, w, out, false);
+    if (f == 1) return ReadItem(t, w, out, false);
     if (f == 2) {  // HistoryStep { num = 1 }
       std::string_view s;
       if (!Str(t, w, &s)) return false;
@@ -91,15 +91,15 @@ bool History(std::string_view b, WandbRecord* out) {
   });
 }
 
-bool Stats(std::string_view b, WandbRecord* out) {
+bool Stats(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     if (f == 2) return Timestamp(t, w, &out->timestamp);
-    if (f == 3) return Item(t, w, out, false);
+    if (f == 3) return ReadItem(t, w, out, false);
     return t.Skip(w);
   });
 }
 
-bool Run(std::string_view b, WandbRecord* out) {
+bool Run(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     switch (f) {
       case 1: return Str(t, w, &out->run_id);
@@ -126,7 +126,7 @@ bool Run(std::string_view b, WandbRecord* out) {
   });
 }
 
-bool Exit(std::string_view b, WandbRecord* out) {
+bool Exit(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     int64_t v;
     if (f == 1 || f == 2) {
@@ -139,7 +139,7 @@ bool Exit(std::string_view b, WandbRecord* out) {
 }
 
 // HeaderRecord { VersionInfo version_info = 1 { string producer = 1; } } (SDK >= 0.15).
-bool Header(std::string_view b, WandbRecord* out) {
+bool Header(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     if (f != 1) return t.Skip(w);
     std::string_view v;
@@ -150,13 +150,13 @@ bool Header(std::string_view b, WandbRecord* out) {
 }
 
 // TelemetryRecord: cli_version = 5.
-bool Telemetry(std::string_view b, WandbRecord* out) {
+bool Telemetry(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     return f == 5 ? Str(t, w, &out->version) : t.Skip(w);
   });
 }
 
-bool Metric(std::string_view b, WandbRecord* out) {
+bool Metric(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     switch (f) {
       case 1: return Str(t, w, &out->metric_name);
@@ -183,7 +183,7 @@ bool Metric(std::string_view b, WandbRecord* out) {
   });
 }
 
-bool Alert(std::string_view b, WandbRecord* out) {
+bool Alert(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     if (f == 1) return Str(t, w, &out->alert_title);
     if (f == 2) return Str(t, w, &out->alert_text);
@@ -192,7 +192,7 @@ bool Alert(std::string_view b, WandbRecord* out) {
   });
 }
 
-bool Output(std::string_view b, WandbRecord* out) {
+bool Output(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     if (f == 2) return Timestamp(t, w, &out->timestamp);
     if (f == 3) return Str(t, w, &out->line);
@@ -200,39 +200,39 @@ bool Output(std::string_view b, WandbRecord* out) {
   });
 }
 
-bool TbRecord(std::string_view b, WandbRecord* out) {
+bool TbRecord(std::string_view b, Record* out) {
   return ForFields(b, [&](Reader& t, uint32_t f, uint32_t w) {
     return f == 1 ? Str(t, w, &out->tb_log_dir) : t.Skip(w);
   });
 }
 
-WandbKind KindOf(uint32_t field) {
+RecordKind KindOf(uint32_t field) {
   switch (field) {
-    case 2: return WandbKind::kHistory;
-    case 3: return WandbKind::kSummary;
-    case 4: return WandbKind::kOutput;
-    case 5: return WandbKind::kConfig;
-    case 6: return WandbKind::kFiles;
-    case 7: return WandbKind::kStats;
-    case 8: return WandbKind::kArtifact;
-    case 9: return WandbKind::kTbRecord;
-    case 10: return WandbKind::kAlert;
-    case 11: return WandbKind::kTelemetry;
-    case 12: return WandbKind::kMetric;
-    case 13: return WandbKind::kOutputRaw;
-    case 17: return WandbKind::kRun;
-    case 18: return WandbKind::kExit;
-    case 20: return WandbKind::kFinal;
-    case 21: return WandbKind::kHeader;
-    case 22: return WandbKind::kFooter;
-    case 23: return WandbKind::kPreempting;
-    default: return WandbKind::kOther;
+    case 2: return RecordKind::kHistory;
+    case 3: return RecordKind::kSummary;
+    case 4: return RecordKind::kOutput;
+    case 5: return RecordKind::kConfig;
+    case 6: return RecordKind::kFiles;
+    case 7: return RecordKind::kStats;
+    case 8: return RecordKind::kArtifact;
+    case 9: return RecordKind::kTbRecord;
+    case 10: return RecordKind::kAlert;
+    case 11: return RecordKind::kTelemetry;
+    case 12: return RecordKind::kMetric;
+    case 13: return RecordKind::kOutputRaw;
+    case 17: return RecordKind::kRun;
+    case 18: return RecordKind::kExit;
+    case 20: return RecordKind::kFinal;
+    case 21: return RecordKind::kHeader;
+    case 22: return RecordKind::kFooter;
+    case 23: return RecordKind::kPreempting;
+    default: return RecordKind::kOther;
   }
 }
 
 }  // namespace
 
-const char* WandbKindName(WandbKind k) {
+const char* RecordKindName(RecordKind k) {
   static const char* const kNames[] = {
       "none", "history", "summary", "output", "config", "files", "stats", "artifact",
       "tbrecord", "alert", "telemetry", "metric", "output_raw", "run", "exit", "final",
@@ -240,26 +240,26 @@ const char* WandbKindName(WandbKind k) {
   return kNames[static_cast<int>(k)];
 }
 
-void WandbRecord::Clear() {
+void Record::Clear() {
   // Keep the vectors' capacity: one record object serves a whole file.
-  std::vector<WandbItem> i = std::move(items);
+  std::vector<Item> i = std::move(items);
   std::vector<std::string_view> p = std::move(parts);
   i.clear();
   p.clear();
-  *this = WandbRecord{};
+  *this = Record{};
   items = std::move(i);
   parts = std::move(p);
 }
 
-Status DecodeWandbRecord(std::string_view bytes, WandbRecord* out) {
+Status DecodeRecord(std::string_view bytes, Record* out) {
   out->Clear();
   uint32_t bad_field = 0;
   const bool ok = ForFields(bytes, [&](Reader& r, uint32_t f, uint32_t wt) {
     if (f == 1) return Int(r, wt, &out->num);
     // Control (16), uuid (19), _info (200), request (100) and anything newer: not ours.
-    const WandbKind kind = (f >= 2 && f <= 13) || (f >= 17 && f <= 23 && f != 19) ? KindOf(f)
-                                                                                   : WandbKind::kNone;
-    if (kind == WandbKind::kNone) return r.Skip(wt);
+    const RecordKind kind = (f >= 2 && f <= 13) || (f >= 17 && f <= 23 && f != 19) ? KindOf(f)
+                                                                                   : RecordKind::kNone;
+    if (kind == RecordKind::kNone) return r.Skip(wt);
     std::string_view b;
     if (!Str(r, wt, &b)) {
       bad_field = f;
@@ -268,19 +268,19 @@ Status DecodeWandbRecord(std::string_view bytes, WandbRecord* out) {
     out->kind = kind;
     bool good = true;
     switch (kind) {
-      case WandbKind::kHistory: good = History(b, out); break;
-      case WandbKind::kSummary:
-      case WandbKind::kConfig: good = Updates(b, out); break;
-      case WandbKind::kStats: good = Stats(b, out); break;
-      case WandbKind::kRun: good = Run(b, out); break;
-      case WandbKind::kExit: good = Exit(b, out); break;
-      case WandbKind::kHeader: good = Header(b, out); break;
-      case WandbKind::kTelemetry: good = Telemetry(b, out); break;
-      case WandbKind::kMetric: good = Metric(b, out); break;
-      case WandbKind::kAlert: good = Alert(b, out); break;
-      case WandbKind::kOutput:
-      case WandbKind::kOutputRaw: good = Output(b, out); break;
-      case WandbKind::kTbRecord: good = TbRecord(b, out); break;
+      case RecordKind::kHistory: good = History(b, out); break;
+      case RecordKind::kSummary:
+      case RecordKind::kConfig: good = Updates(b, out); break;
+      case RecordKind::kStats: good = Stats(b, out); break;
+      case RecordKind::kRun: good = Run(b, out); break;
+      case RecordKind::kExit: good = Exit(b, out); break;
+      case RecordKind::kHeader: good = Header(b, out); break;
+      case RecordKind::kTelemetry: good = Telemetry(b, out); break;
+      case RecordKind::kMetric: good = Metric(b, out); break;
+      case RecordKind::kAlert: good = Alert(b, out); break;
+      case RecordKind::kOutput:
+      case RecordKind::kOutputRaw: good = Output(b, out); break;
+      case RecordKind::kTbRecord: good = TbRecord(b, out); break;
       default: break;
     }
     if (!good) bad_field = f;
@@ -288,13 +288,13 @@ Status DecodeWandbRecord(std::string_view bytes, WandbRecord* out) {
   });
   if (!ok)
     return Corrupt(std::string("malformed wandb_internal.Record") +
-                   (bad_field ? std::string(" (") + WandbKindName(KindOf(bad_field)) + ", field " +
+                   (bad_field ? std::string(" (") + RecordKindName(KindOf(bad_field)) + ", field " +
                                     std::to_string(bad_field) + ")"
                               : ""));
   return Status::Ok();
 }
 
-void WandbItemName(const WandbRecord& r, const WandbItem& item, std::string* out) {
+void ItemName(const Record& r, const Item& item, std::string* out) {
   out->clear();
   if (item.count == 0) {
     out->assign(item.key);
@@ -306,4 +306,4 @@ void WandbItemName(const WandbRecord& r, const WandbItem& item, std::string* out
   }
 }
 
-}  // namespace tw::decode
+}  // namespace tw::wandb

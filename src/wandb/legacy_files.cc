@@ -1,13 +1,17 @@
-#include "decode/wandb_legacy_files.h"
+#include "wandb/legacy_files.h"
 
 #include <cmath>
 #include <sstream>
 
 #include "base/file_io.h"
 #include "base/json.h"
-#include "decode/wandb_value.h"
+#include "decode/json_value.h"
 
-namespace tw::decode {
+namespace tw::wandb {
+
+using decode::JsonNode;
+using decode::ParseJson;
+using decode::ParseJsonNumber;
 
 namespace {
 
@@ -115,4 +119,4 @@ LegacyFiles ReadLegacyFiles(const std::string& run_dir) {
   return f;
 }
 
-}  // namespace tw::decode
+}  // namespace tw::wandb

@@ -1,4 +1,4 @@
-#include "support/wandb_writer.h"
+#include "wandb/testing/log_writer.h"
 
 #include <zlib.h>
 

@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 
-namespace tw::decode {
+namespace tw::wandb {
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;  // key, value_json
 
@@ -29,4 +29,4 @@ struct LegacyFiles {
 };
 LegacyFiles ReadLegacyFiles(const std::string& run_dir);
 
-}  // namespace tw::decode
+}  // namespace tw::wandb

@@ -10,29 +10,29 @@
 
 #include "base/status.h"
 
-namespace tw::decode {
+namespace tw::wandb {
 
-enum class WandbKind : uint8_t {
+enum class RecordKind : uint8_t {
   kNone = 0, kHistory, kSummary, kOutput, kConfig, kFiles, kStats, kArtifact, kTbRecord,
   kAlert, kTelemetry, kMetric, kOutputRaw, kRun, kExit, kFinal, kHeader, kFooter,
   kPreempting, kOther,
 };
-const char* WandbKindName(WandbKind k);
+const char* RecordKindName(RecordKind k);
 
 // One key/value of a history row, stats sample, config or summary update. The key is `key`
 // (older writers) or the path `nested_key` (core writes every leaf so, even flat ones):
-// parts [first, first+count) of WandbRecord::parts.
-struct WandbItem {
+// parts [first, first+count) of Record::parts.
+struct Item {
   std::string_view key;
   uint32_t first = 0, count = 0;
   std::string_view value_json;
   bool removed = false;  // config/summary `remove` entries
 };
 
-struct WandbRecord {
+struct Record {
   int64_t num = 0;  // 1..N without gaps from SDK 0.13.8 on; 0 when the writer left it out
-  WandbKind kind = WandbKind::kNone;
-  std::vector<WandbItem> items;         // history, stats, config, summary (and run.config)
+  RecordKind kind = RecordKind::kNone;
+  std::vector<Item> items;         // history, stats, config, summary (and run.config)
   std::vector<std::string_view> parts;  // nested_key parts of the items
   bool has_step = false;                // history: HistoryStep present
   int64_t step = 0;
@@ -63,9 +63,9 @@ struct WandbRecord {
 
 // Decodes `bytes` into `*out` (cleared first). A Corrupt status names the message that did
 // not parse; the caller adds the file and offset.
-Status DecodeWandbRecord(std::string_view bytes, WandbRecord* out);
+Status DecodeRecord(std::string_view bytes, Record* out);
 
 // The item's key as W&B's UI names it: `key`, or the nested parts joined with '.'.
-void WandbItemName(const WandbRecord& r, const WandbItem& item, std::string* out);
+void ItemName(const Record& r, const Item& item, std::string* out);
 
-}  // namespace tw::decode
+}  // namespace tw::wandb
