@@ -408,6 +408,52 @@ TEST_F(NotifyDelivery, ARestartResumesPendingMessagesAndSendsNoneTwice) {
   EXPECT_EQ(Count("state = 'sent'"), 4);
 }
 
+// A channel that, at each send, reads how many of the outbox's messages are marked sent (on a
+// connection of its own, as any reader of the store would).
+class CountingChannel : public notify::Channel {
+ public:
+  CountingChannel(ChannelConfig c, std::string db_path)
+      : notify::Channel(std::move(c)), db_path_(std::move(db_path)) {}
+  std::vector<int64_t> marked_at_send;
+
+ protected:
+  SendResult DoSend(const Notification&, const std::string&, double) override {
+    marked_at_send.push_back(
+        testing::QueryInt(db_path_, "SELECT count(*) FROM outbox WHERE state = 'sent'"));
+    return {SendResult::Kind::kSent, 200, -1, "ok"};
+  }
+  SendResult DoSendGroup(const Group&, const std::string&, double) override {
+    return {SendResult::Kind::kSent, 200, -1, "ok"};
+  }
+
+ private:
+  std::string db_path_;
+};
+
+TEST_F(NotifyDelivery, TheOutcomesOfConsecutiveSendsAreMarkedTogether) {
+  const std::vector<ChannelConfig> chans = {Channel("webhook")};
+  for (int i = 1; i <= 7; ++i) Queue(chans, i);
+  for (int per : {64, 3, 1}) {
+    SCOPED_TRACE("max_unmarked " + std::to_string(per));
+    ASSERT_TRUE(store_->db().Exec("UPDATE outbox SET state = 'pending', attempts = 0").ok());
+    auto channel = std::make_unique<CountingChannel>(chans[0], db_path_);
+    CountingChannel* seen = channel.get();
+    std::vector<std::unique_ptr<notify::Channel>> made;
+    made.push_back(std::move(channel));
+    DeliveryOptions o;
+    o.max_unmarked = per;
+    o.max_unmarked_seconds = 3600;  // by count alone here
+    Result<std::unique_ptr<Deliverer>> d = Deliverer::Open(db_path_, std::move(made), o);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    ASSERT_EQ(Run(**d, 1000).size(), 7u);
+    // At each send, the sends before it are marked in whole transactions of `per`.
+    std::vector<int64_t> want;
+    for (int64_t i = 0; i < 7; ++i) want.push_back(i / per * per);
+    EXPECT_EQ(seen->marked_at_send, want);
+    EXPECT_EQ(Count("state = 'sent'"), 7);  // all of them once RunOnce returns
+  }
+}
+
 TEST_F(NotifyDelivery, MessagesOfARemovedChannelAreDeadNotLost) {
   Queue({Channel("webhook", "old")}, 1);
   auto d = Open({Channel("webhook", "new")});

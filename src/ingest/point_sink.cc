@@ -4,10 +4,21 @@
 
 namespace tw::ingest {
 
-RunState::Tag& PointSink::TagOf(std::string_view name) {
+RunState::Tag* PointSink::FindTag(std::string_view name) {
+  if (last_tag_ && last_name_ == name) return last_tag_;
   auto it = run_.tags_.find(name);
-  if (it == run_.tags_.end()) it = run_.tags_.emplace(std::string(name), RunState::Tag{}).first;
-  return it->second;
+  if (it == run_.tags_.end()) return nullptr;
+  last_name_ = it->first;
+  last_tag_ = &it->second;
+  return last_tag_;
+}
+
+RunState::Tag& PointSink::TagOf(std::string_view name) {
+  if (RunState::Tag* tag = FindTag(name)) return *tag;
+  auto it = run_.tags_.emplace(std::string(name), RunState::Tag{}).first;
+  last_name_ = it->first;
+  last_tag_ = &it->second;
+  return *last_tag_;
 }
 
 Status PointSink::Scalar(std::string_view name, int64_t step, double wall, double value,
@@ -75,12 +86,14 @@ Status PointSink::RewindIfBack(const std::vector<std::string_view>& names, int64
                std::to_string(step);
   }
   if (rewound.empty()) return Status::Ok();
+  ForgetTags();
   return in_.Restart(run_, b_, step, wall, offset, detail + ": " + std::string(why), &rewound,
                      true);
 }
 
 Status PointSink::RestartRun(int64_t step, double wall, int64_t offset, std::string detail,
                              bool always) {
+  ForgetTags();
   return in_.Restart(run_, b_, step, wall, offset, std::move(detail), nullptr, always);
 }
 
@@ -127,9 +140,9 @@ Status PointSink::Text(std::string_view name, int64_t step, double wall, std::st
   return Status::Ok();
 }
 
-const decode::TagPlugin* PointSink::Plugin(std::string_view name) const {
-  auto it = run_.tags_.find(name);
-  return it != run_.tags_.end() && it->second.plugin_known ? &it->second.plugin : nullptr;
+const decode::TagPlugin* PointSink::Plugin(std::string_view name) {
+  const RunState::Tag* tag = FindTag(name);
+  return tag && tag->plugin_known ? &tag->plugin : nullptr;
 }
 
 void PointSink::SetPlugin(std::string_view name, decode::TagPlugin plugin) {
@@ -155,6 +168,7 @@ Status PointSink::Rewind(const std::vector<std::string>& names, int64_t step, do
   }
   if (series.empty()) return Status::Ok();
   // Every point of these series so far was logged before this line: supersede by step alone.
+  ForgetTags();
   return in_.Restart(run_, b_, step, wall, offset, std::move(detail), &series, true,
                      std::numeric_limits<double>::infinity());
 }

@@ -64,7 +64,7 @@ class PointSink {
   Status Text(std::string_view name, int64_t step, double wall, std::string_view text,
               int64_t offset, int vidx);
   // What a tag holds, as its first summary metadata declared it (tfevents); null: not known.
-  const decode::TagPlugin* Plugin(std::string_view name) const;
+  const decode::TagPlugin* Plugin(std::string_view name);
   void SetPlugin(std::string_view name, decode::TagPlugin plugin);
   // Media and other values counted, not charted.
   enum class Blob { kImage, kAudio, kGraph, kRunMetadata, kOther };
@@ -95,11 +95,18 @@ class PointSink {
   const std::string& path() const { return b_.source.path; }
 
  private:
-  RunState::Tag& TagOf(std::string_view name);  // made when new
+  // The run's tag of `name` (null: none yet), and the same, made when new. The last one found
+  // is kept: a value's plugin, series and step are looked up once, not three times.
+  RunState::Tag* FindTag(std::string_view name);
+  RunState::Tag& TagOf(std::string_view name);
+  // A restart reloads the run's tags (RunState::Load): nothing found before is valid after.
+  void ForgetTags() { last_tag_ = nullptr; }
 
   FileIngester& in_;
   RunState& run_;
   FileIngester::Batch& b_;
+  std::string_view last_name_;  // the key of last_tag_ in the run's map
+  RunState::Tag* last_tag_ = nullptr;
 };
 
 }  // namespace tw::ingest

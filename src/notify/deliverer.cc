@@ -263,6 +263,7 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
     } else if (grouping.mode == Grouping::Mode::kNone) {
       due = u.rows[0]->next_attempt;
     } else {
+      TW_RETURN_IF_ERROR(FlushOutcomes());  // what the group sent so far is read next
       group_get_.Reset();
       group_get_.Bind(1, c.name).Bind(2, u.group);
       Result<bool> row = group_get_.Step();
@@ -303,7 +304,7 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
       next_due_ = std::min(next_due_, out->back().next_attempt);
     }
   }
-  return Status::Ok();
+  return FlushOutcomes();
 }
 
 // Critical means now: a NaN burning GPU hours must not wait group_wait. A group holding a
@@ -328,17 +329,40 @@ Result<bool> Deliverer::CriticalIsNews(const ChannelConfig& c, const Unit& u, do
   return !sent;
 }
 
+Status Deliverer::Mark(int64_t id, const std::string& state, int64_t attempts, double next,
+                       const SendResult& res, double now) {
+  store::Stmt& s = update_;
+  s.Bind(1, id).Bind(2, state).Bind(3, attempts).Bind(4, next);
+  if (res.http_status) s.Bind(5, int64_t{res.http_status});
+  else s.BindNull(5);
+  s.Bind(6, res.kind == SendResult::Kind::kSent ? std::string() : res.detail).Bind(7, now);
+  return s.Run();
+}
+
+Status Deliverer::FlushOutcomes() {
+  if (outcomes_.empty()) return Status::Ok();
+  Status st = InTransaction(*db_, [&]() -> Status {
+    for (const Outcome& o : outcomes_) {
+      for (int64_t id : o.ids) TW_RETURN_IF_ERROR(Mark(id, o.state, o.attempts, o.next, o.result, o.now));
+      for (const std::string& key : o.groups) {
+        group_put_.Bind(1, o.channel).Bind(2, key).Bind(3, o.now).Bind(4, o.newest);
+        TW_RETURN_IF_ERROR(group_put_.Run());
+      }
+    }
+    return Status::Ok();
+  });
+  // Marked, or not at all (the store failed): either way these outcomes are done with. Sends
+  // not marked are pending still, and go again, under the same keys, as after a crash.
+  outcomes_.clear();
+  return st;
+}
+
 Status Deliverer::Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>* out) {
   const ChannelConfig& c = ch.config();
   const Grouping grouping = GroupingOf(c);
   const auto mark = [&](const Row& r, const std::string& state, int64_t attempts, double next,
                         const SendResult& res) {
-    store::Stmt& s = update_;
-    s.Bind(1, r.id).Bind(2, state).Bind(3, attempts).Bind(4, next);
-    if (res.http_status) s.Bind(5, int64_t{res.http_status});
-    else s.BindNull(5);
-    s.Bind(6, res.kind == SendResult::Kind::kSent ? std::string() : res.detail).Bind(7, now);
-    return s.Run();
+    return Mark(r.id, state, attempts, next, res, now);
   };
 
   // The members: a frozen send as it was; otherwise the group's oldest messages, at most
@@ -377,7 +401,8 @@ Status Deliverer::Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>
   // Frozen before the attempt: a retry, or a resend after a crash, is the same send.
   const int64_t first = members.front()->id, last = members.back()->id;
   const int64_t newest = u.rows.back()->id;  // the group's messages up to here were waiting now
-  if (!u.frozen) {
+  // A message of an ungrouped channel always goes alone, under its own key: nothing to freeze.
+  if (!u.frozen && grouping.mode != Grouping::Mode::kNone) {
     TW_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> Status {
       for (Row* r : members) {
         freeze_.Bind(1, r->id).Bind(2, first).Bind(3, now);
@@ -429,18 +454,25 @@ Status Deliverer::Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>
     a.state = next - created > options_.max_age_seconds ? "dead" : "pending";
   }
   a.next_attempt = next;
-  TW_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> Status {
-    for (const Row* m : members) TW_RETURN_IF_ERROR(mark(*m, a.state, attempts, next, r));
-    if (a.state == "sent" && grouping.mode != Grouping::Mode::kNone) {
-      std::set<std::string> groups;
-      for (const Row* m : members) groups.insert(m->group);
-      for (const std::string& key : groups) {
-        group_put_.Bind(1, c.name).Bind(2, key).Bind(3, now).Bind(4, newest);
-        TW_RETURN_IF_ERROR(group_put_.Run());
-      }
-    }
-    return Status::Ok();
-  }));
+  // The outcome waits to be marked with the next ones (FlushOutcomes): one transaction for
+  // many sends, instead of one each.
+  Outcome o;
+  o.channel = c.name;
+  for (const Row* m : members) o.ids.push_back(m->id);
+  o.state = a.state;
+  o.attempts = attempts;
+  o.next = next;
+  o.result = r;
+  o.now = now;
+  o.newest = newest;
+  if (a.state == "sent" && grouping.mode != Grouping::Mode::kNone)
+    for (const Row* m : members) o.groups.insert(m->group);
+  if (outcomes_.empty()) first_outcome_ = std::chrono::steady_clock::now();
+  outcomes_.push_back(std::move(o));
+  if (static_cast<int>(outcomes_.size()) >= options_.max_unmarked ||
+      std::chrono::steady_clock::now() - first_outcome_ >=
+          std::chrono::duration<double>(options_.max_unmarked_seconds))
+    TW_RETURN_IF_ERROR(FlushOutcomes());
   if (a.state == "pending") next_allowed_[c.name] = std::max(next_allowed_[c.name], next);
   if (a.state == "sent" && c.repeat_interval_seconds > 0) repeats_changed_ = true;
   if (a.state == "dead")

@@ -1,8 +1,10 @@
 // Delivery: sends the outbox's pending messages through their channels, one channel's messages
 // in the order they were queued (a resolution never overtakes its firing), each channel at
 // most once per its rate-limit interval. A message is marked sent only once its receiver
-// accepted it; a crash between the receiver's answer and that mark sends it again once after
-// the restart (the idempotency key lets receivers drop it). Failures retry with capped
+// accepted it (the marks of consecutive sends are written in one transaction, within
+// max_unmarked sends and max_unmarked_seconds); a crash between the receiver's answer and that
+// mark sends it again once after the restart, under the same key (the idempotency key lets
+// receivers drop it). Failures retry with capped
 // exponential backoff and jitter, or after the receiver's Retry-After; a message older than
 // max_age, or one its receiver refused for good, is dead: kept, logged, shown by `status`.
 //
@@ -20,9 +22,11 @@
 // in, so tests drive retries and rate limits with their own clock.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +46,11 @@ struct DeliveryOptions {
   int max_batch = 100;                // messages in one group send; the rest follow at once
   int max_scan = 5000;                // pending messages read per channel per RunOnce
   double repeat_check_seconds = 60;   // a silenced finding's repeat is looked at again after this
+  // Outcomes are marked in the outbox together, one transaction for up to this many sends or
+  // this long, and always before RunOnce returns: what a crash can send twice (once more,
+  // under the same key) is bounded by them.
+  int max_unmarked = 64;
+  double max_unmarked_seconds = 0.25;
 };
 
 struct Attempt {
@@ -81,6 +90,9 @@ class Deliverer {
   Status Deliver(Channel& ch, Unit& u, double now, std::vector<Attempt>* out);
   Result<bool> CriticalIsNews(const ChannelConfig& c, const Unit& u, double since);
   Status QueueRepeats(double now);
+  Status Mark(int64_t id, const std::string& state, int64_t attempts, double next,
+              const SendResult& res, double now);
+  Status FlushOutcomes();
 
   std::unique_ptr<store::Db> db_;
   store::Stmt pending_;     // a channel's pending messages, oldest first (without payloads)
@@ -99,6 +111,19 @@ class Deliverer {
   double next_due_ = 0;
   double next_repeat_check_ = 0;  // when repeats are next looked for (0: at once)
   bool repeats_changed_ = false;  // a message went out on a channel that repeats
+  // Sends whose outcomes are not marked in the outbox yet (FlushOutcomes).
+  struct Outcome {
+    std::string channel;
+    std::vector<int64_t> ids;
+    std::string state;
+    int64_t attempts = 0;
+    double next = 0, now = 0;
+    SendResult result;
+    int64_t newest = 0;             // the group's newest message when it was sent
+    std::set<std::string> groups;   // the groups whose last send this was
+  };
+  std::vector<Outcome> outcomes_;
+  std::chrono::steady_clock::time_point first_outcome_;
 };
 
 }  // namespace tw::notify
