@@ -9,6 +9,7 @@
 
 #include "app/config.h"
 #include "app/daemon.h"
+#include "notify/secrets.h"
 #include "support/test_env.h"
 
 namespace tw {
@@ -451,6 +452,43 @@ TEST_F(Config, EmailMistakesNameFileLineAndNeverThePassword) {
          "needs api_key, api_key_env or api_key_credential");
   expect("[[notify.channel]]\nname = \"g\"\ntype = \"sendgrid\"\napi_key = \"k\"\nsecret = \"x\"\n",
          "'secret' does not apply to a sendgrid channel");
+}
+
+TEST_F(Config, EmailTakesAProxyAndAProxyPasswordIsASecretLikeAnyOther) {
+  ::setenv("TW_TEST_PROXY", "socks5h://px:hunter2@proxy.corp:1080", 1);
+  const std::string mail = "type = \"email\"\nsmtp_host = \"smtp.example.com\"\nfrom = \"tw@example.com\"\n"
+                           "to = [\"a@example.com\"]\n";
+  Result<app::Config> c = Load("[[notify.channel]]\nname = \"via\"\n" + mail + "proxy_env = \"TW_TEST_PROXY\"\n" +
+                               "[[notify.channel]]\nname = \"direct\"\n" + mail);
+  ::unsetenv("TW_TEST_PROXY");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->channels[0].http.proxy, std::optional<std::string>("socks5h://px:hunter2@proxy.corp:1080"));
+  EXPECT_EQ(c->channels[1].http.proxy, std::nullopt);  // email: no proxy unless named (not HTTPS_PROXY)
+  for (const auto& ch : c->channels) EXPECT_TRUE(notify::MakeChannel(ch).ok()) << ch.name;
+  EXPECT_EQ(notify::ScrubSecrets("proxy said hunter2 to px", notify::ChannelSecrets(c->channels[0])),
+            "proxy said … to px");
+
+  // A password written in the file makes the file a secret; a proxy without one does not.
+  ::setenv("TW_TEST_PROXIED_HOOK", "https://hooks.example/x", 1);
+  const std::string hook = "[[notify.channel]]\nname = \"h\"\ntype = \"webhook\"\nurl_env = \"TW_TEST_PROXIED_HOOK\"\n";
+  WriteFile(path_, hook + "proxy = \"http://px:hunter2@proxy.corp:3128\"\n");
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  Result<app::Config> open = app::LoadConfigFile(path_);
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.status().message().find("readable by group or others"), std::string::npos) << open.status().message();
+  EXPECT_EQ(open.status().message().find("hunter2"), std::string::npos);
+  WriteFile(path_, hook + "proxy = \"http://proxy.corp:3128\"\n");
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_TRUE(app::LoadConfigFile(path_).ok());
+  ::unsetenv("TW_TEST_PROXIED_HOOK");
+
+  const std::string e = LoadError("[[notify.channel]]\nname = \"m\"\n" + mail + "proxy = \"ftp://px:hunter2@p:1\"\n");
+  EXPECT_NE(e.find(path_ + ":7: channel 'm': proxy scheme must be http, socks4, socks4a, socks5 or socks5h"),
+            std::string::npos) << e;
+  EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+  EXPECT_NE(LoadError("[[notify.channel]]\nname = \"m\"\n" + mail + "proxy = \"p\"\nproxy_env = \"X\"\n")
+                .find("give only one of proxy, proxy_env, proxy_credential"),
+            std::string::npos);
 }
 
 TEST_F(Config, APasswordInAFileOthersCanReadIsRefused) {

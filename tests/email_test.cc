@@ -1,18 +1,21 @@
 // Email: what a message about a finding says (subject, plain text, escaped HTML), the RFC 5322
-// / MIME message around it (encoded words, quoted-printable, Message-ID from the idempotency
-// key, short CRLF lines), how SMTP replies are judged, and the SendGrid channel against the
-// loopback HTTP server. The SMTP conversation itself is in smtp_test.cc.
+// / MIME message around it (encoded words, Message-ID from the idempotency key; and, as curl
+// puts it on the wire to a loopback SMTP sink, quoted-printable parts in short 7-bit CRLF
+// lines), how SMTP replies are judged, and the SendGrid channel against the loopback HTTP
+// server. The SMTP conversation itself is in smtp_test.cc.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
 #include <boost/json.hpp>
+#include <cctype>
 #include <sstream>
 
 #include "notify/channel.h"
 #include "notify/email.h"
 #include "notify/email_channel.h"
-#include "notify/smtp_client.h"
+#include "notify/smtp.h"
 #include "support/http_server.h"
+#include "support/smtp_sink.h"
 
 namespace tw::notify {
 namespace {
@@ -77,6 +80,70 @@ std::string DecodeBase64(const std::string& b64) {
   return out.substr(0, len);
 }
 
+std::string Lf(const std::string& crlf_text) {
+  std::string out;
+  for (size_t i = 0; i < crlf_text.size(); ++i)
+    if (!(crlf_text[i] == '\r' && i + 1 < crlf_text.size() && crlf_text[i + 1] == '\n')) out += crlf_text[i];
+  return out;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The message as curl puts it on the wire, caught by a loopback SMTP sink of the tests' own.
+std::string OnTheWire(const EmailMessage& m) {
+  testing::SmtpSink sink;
+  SmtpServer s;
+  s.host = "127.0.0.1";
+  s.port = sink.port();
+  s.security = SmtpSecurity::kNone;
+  s.timeout_seconds = 10;
+  const Result<SmtpReply> r = SmtpSend(s, "alerts@example.com", {"a@example.com"}, m);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (r.ok()) {
+    EXPECT_EQ(r->code, 250) << r->step << " " << r->text;
+  }
+  const std::vector<std::string> got = sink.messages();
+  EXPECT_EQ(got.size(), 1u);
+  return got.empty() ? "" : got[0];
+}
+
+struct WirePart {
+  std::string head, body;  // head: its header lines with their CRLFs
+};
+struct WireMessage {
+  std::string head;
+  std::vector<WirePart> parts;
+};
+
+// A multipart message cut at its boundary (RFC 2046 5.1.1: the CRLF before a delimiter is the
+// delimiter's), by the boundary its Content-Type names.
+WireMessage ParseWire(const std::string& raw) {
+  WireMessage w;
+  const size_t end = raw.find("\r\n\r\n");
+  if (end == std::string::npos) return w;
+  w.head = raw.substr(0, end + 2);
+  const size_t at = Lower(w.head).find("boundary=");
+  if (at == std::string::npos) return w;
+  std::string boundary = w.head.substr(at + 9, w.head.find("\r\n", at) - at - 9);
+  if (boundary.size() >= 2 && boundary.front() == '"') boundary = boundary.substr(1, boundary.size() - 2);
+  const std::string delimiter = "\r\n--" + boundary;
+  const std::string body = "\r\n" + raw.substr(end + 4);  // no preamble: the first delimiter opens the body
+  for (size_t pos = body.find(delimiter); pos != std::string::npos;) {
+    const size_t start = pos + delimiter.size();
+    if (body.compare(start, 2, "--") == 0) break;  // the close delimiter
+    const size_t next = body.find(delimiter, start);
+    const std::string part = body.substr(start + 2, next - start - 2);
+    const size_t blank = part.find("\r\n\r\n");
+    if (blank == std::string::npos) break;
+    w.parts.push_back({part.substr(0, blank + 2), part.substr(blank + 4)});
+    pos = next;
+  }
+  return w;
+}
+
 TEST(EmailRender, SubjectNamesSeverityTitleAndRunAndResolvedSaysResolved) {
   Notification n = Finding();
   n.run = "exp/bert-1";
@@ -133,19 +200,6 @@ TEST(EmailRender, HeaderTextIsEncodedWhenNotAsciiInWholeCharacters) {
   EXPECT_EQ(EncodeHeaderText("a\r\nBcc: x").find_first_of("\r\n"), std::string::npos);
 }
 
-TEST(EmailRender, QuotedPrintableRoundTripsWithShortLines) {
-  const std::string text = "plain line\n" + std::string(300, 'a') + "\ntrailing space \nequals = sign\n" +
-                           "ünïcødé ▇▆▅ " + std::string(100, '=') + "\ttab\n.dot first\n\nend";
-  const std::string qp = QuotedPrintable(text);
-  for (const std::string& line : Lines(qp)) {
-    EXPECT_LE(line.size(), 76u) << line;
-    for (unsigned char c : line) EXPECT_TRUE((c >= 0x20 && c < 0x7f) || c == '\t') << line;
-    EXPECT_FALSE(line.ends_with(" ")) << line;
-  }
-  EXPECT_EQ(qp.find("=_"), std::string::npos);  // what makes the MIME boundary safe
-  EXPECT_EQ(DecodeQuotedPrintable(qp), text);
-}
-
 TEST(EmailRender, MessageIdComesFromTheIdempotencyKey) {
   EXPECT_EQ(MessageIdFor("tw-12-ops", "alerts@example.com"), "<tw-12-ops@example.com>");
   EXPECT_EQ(MessageIdFor("tw-12-ops", "alerts@example.com"), MessageIdFor("tw-12-ops", "x@example.com"));
@@ -154,13 +208,34 @@ TEST(EmailRender, MessageIdComesFromTheIdempotencyKey) {
   EXPECT_EQ(MessageIdFor("k", "nodomain"), "<k@trainwatch.invalid>");
 }
 
-TEST(EmailRender, TheMessageHasEveryHeaderBothPartsAndOnlyShortSevenBitLines) {
+TEST(EmailRender, TheMessageHasEveryHeaderAndBothBodiesWithCrlfLineEnds) {
   const std::vector<Mailbox> to = {{"", "a@example.com"}, {"Ops Team", "b@example.com"}, {"Zoë", "c@example.com"}};
-  const std::string m = BuildEmail({"trainwatch", "alerts@example.com"}, to, RenderEmail(Finding(), ""), "tw-5-mail",
-                                   1700000000);
-  const size_t end = m.find("\r\n\r\n");
-  ASSERT_NE(end, std::string::npos);
-  const std::string head = m.substr(0, end + 2);
+  const EmailContent content = RenderEmail(Finding(), "");
+  const EmailMessage m = BuildEmail({"trainwatch", "alerts@example.com"}, to, content, "tw-5-mail", 1700000000);
+  EXPECT_EQ(m.headers, (std::vector<std::string>{
+                           "From: trainwatch <alerts@example.com>",
+                           "To: a@example.com,\r\n Ops Team <b@example.com>,\r\n =?UTF-8?B?Wm/Dqw==?= <c@example.com>",
+                           "Subject: [trainwatch] CRITICAL Loss is NaN or infinite on exp/<b>bert</b> & co",
+                           "Date: Tue, 14 Nov 2023 22:13:20 +0000",
+                           "Message-ID: <tw-5-mail@example.com>",
+                           "Auto-Submitted: auto-generated",
+                       }));
+  for (const std::string& h : m.headers)
+    for (unsigned char c : h) EXPECT_LT(c, 0x80) << h;
+  for (const std::string* body : {&m.text, &m.html})
+    for (size_t i = 0; (i = body->find('\n', i)) != std::string::npos; ++i) ASSERT_EQ((*body)[i - 1], '\r') << "bare LF";
+  EXPECT_EQ(Lf(m.text), content.text);
+  EXPECT_EQ(Lf(m.html), content.html);
+  EXPECT_EQ(m, BuildEmail({"trainwatch", "alerts@example.com"}, to, content, "tw-5-mail",
+                          1700000000));  // a resend is the same message
+}
+
+TEST(EmailWire, CurlSendsEveryHeaderAndBothPartsInShortSevenBitLines) {
+  const std::vector<Mailbox> to = {{"", "a@example.com"}, {"Ops Team", "b@example.com"}, {"Zoë", "c@example.com"}};
+  const EmailContent content = RenderEmail(Finding(), "");
+  const std::string m = OnTheWire(BuildEmail({"trainwatch", "alerts@example.com"}, to, content, "tw-5-mail", 1700000000));
+  const WireMessage w = ParseWire(m);
+  const std::string& head = w.head;
   EXPECT_NE(head.find("From: trainwatch <alerts@example.com>\r\n"), std::string::npos) << head;
   EXPECT_NE(head.find("To: a@example.com,\r\n Ops Team <b@example.com>,\r\n =?UTF-8?B?Wm/Dqw==?= <c@example.com>\r\n"),
             std::string::npos) << head;
@@ -168,16 +243,39 @@ TEST(EmailRender, TheMessageHasEveryHeaderBothPartsAndOnlyShortSevenBitLines) {
             std::string::npos) << head;
   EXPECT_NE(head.find("Date: Tue, 14 Nov 2023 22:13:20 +0000\r\n"), std::string::npos) << head;
   EXPECT_NE(head.find("Message-ID: <tw-5-mail@example.com>\r\n"), std::string::npos) << head;
-  EXPECT_NE(head.find("MIME-Version: 1.0\r\n"), std::string::npos) << head;
-  EXPECT_NE(head.find("Content-Type: multipart/alternative; boundary="), std::string::npos) << head;
-  EXPECT_NE(m.find("Content-Type: text/plain; charset=utf-8"), std::string::npos);
-  EXPECT_NE(m.find("Content-Type: text/html; charset=utf-8"), std::string::npos);
-  EXPECT_LT(m.find("text/plain"), m.find("text/html"));  // the richest last (RFC 2046 5.1.4)
+  EXPECT_NE(head.find("Auto-Submitted: auto-generated\r\n"), std::string::npos) << head;
+  EXPECT_NE(Lower(head).find("mime-version: 1.0\r\n"), std::string::npos) << head;
+  EXPECT_NE(Lower(head).find("content-type: multipart/alternative; boundary="), std::string::npos) << head;
+  ASSERT_EQ(w.parts.size(), 2u) << m;
+  EXPECT_NE(w.parts[0].head.find("Content-Type: text/plain; charset=utf-8\r\n"), std::string::npos) << w.parts[0].head;
+  EXPECT_NE(w.parts[1].head.find("Content-Type: text/html; charset=utf-8\r\n"), std::string::npos) << w.parts[1].head;
+  for (const WirePart& part : w.parts) {
+    EXPECT_NE(part.head.find("Content-Transfer-Encoding: quoted-printable\r\n"), std::string::npos) << part.head;
+    for (const std::string& line : Lines(part.body)) EXPECT_LE(line.size(), 76u) << line;
+  }
+  EXPECT_EQ(DecodeQuotedPrintable(w.parts[0].body), content.text);  // the plain text first: the richest last
+  EXPECT_EQ(DecodeQuotedPrintable(w.parts[1].body), content.html);
   for (const std::string& line : Lines(m)) EXPECT_LE(line.size(), 998u);
   for (unsigned char c : m) EXPECT_LT(c, 0x80);
   for (size_t i = 0; (i = m.find('\n', i)) != std::string::npos; ++i) ASSERT_EQ(m[i - 1], '\r') << "bare LF";
-  EXPECT_EQ(m, BuildEmail({"trainwatch", "alerts@example.com"}, to, RenderEmail(Finding(), ""), "tw-5-mail",
-                          1700000000));  // a resend is the same message
+}
+
+TEST(EmailWire, QuotedPrintableAndDotStuffingCarryAnyTextInShortLines) {
+  // Long lines, trailing white space, '=', UTF-8, tabs, and lines that are or start with a dot
+  // (a lone "." would end the message early were it not doubled on the wire).
+  const std::string text = "plain line\n" + std::string(300, 'a') + "\ntrailing space \nequals = sign\n" +
+                           "ünïcødé ▇▆▅ " + std::string(100, '=') + "\ttab\n.dot first\n.\n..\n\nend";
+  const EmailContent content{"qp", text, text};
+  const WireMessage w = ParseWire(OnTheWire(BuildEmail({"", "a@example.com"}, {{"", "b@example.com"}}, content, "k", 0)));
+  ASSERT_EQ(w.parts.size(), 2u);
+  for (const WirePart& part : w.parts) {
+    for (const std::string& line : Lines(part.body)) {
+      EXPECT_LE(line.size(), 76u) << line;
+      for (unsigned char c : line) EXPECT_TRUE((c >= 0x20 && c < 0x7f) || c == '\t') << line;
+      EXPECT_FALSE(line.ends_with(" ")) << line;
+    }
+    EXPECT_EQ(DecodeQuotedPrintable(part.body), text);
+  }
 }
 
 TEST(EmailRender, MailboxesParseAndBadOnesAreNamed) {
@@ -213,14 +311,6 @@ TEST(EmailJudge, SmtpRepliesTwoHundredsSentFourHundredsRetryFiveHundredsPermanen
   EXPECT_EQ(r.detail, "RCPT TO <a@b>: 550 5.1.1 no such user");
   EXPECT_EQ(JudgeSmtp(Result<SmtpReply>(IoError("smtp://h:25: connect: refused"))).kind, SendResult::Kind::kRetry);
   EXPECT_EQ(JudgeSmtp(Result<SmtpReply>(InvalidArgument("no STARTTLS"))).kind, SendResult::Kind::kPermanent);
-}
-
-TEST(SmtpDotStuff, DoublesLeadingDotsAndEndsWithTheTerminator) {
-  EXPECT_EQ(DotStuff(".a\r\n..b\nc.\r\n"), "..a\r\n...b\r\nc.\r\n.\r\n");
-  EXPECT_EQ(DotStuff("x"), "x\r\n.\r\n");
-  EXPECT_EQ(DotStuff("."), "..\r\n.\r\n");  // never the terminator by accident
-  EXPECT_EQ(DotStuff("a\rb"), "a\r\nb\r\n.\r\n");
-  EXPECT_EQ(DotStuff(""), ".\r\n");
 }
 
 TEST(EmailChannelConfig, DefaultsAndWhatMakeChannelRefuses) {

@@ -8,7 +8,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev zlib1g-dev
       libsqlite3-dev sqlite3 libboost1.81-dev libboost-json1.81-dev libgtest-dev libgmock-dev
-      libbenchmark-dev libssl-dev libtomlplusplus-dev systemd procps
+      libbenchmark-dev libssl-dev libcurl4-openssl-dev libtomlplusplus-dev systemd procps
       python3-aiosmtpd)  # the SMTP server the email tests talk to (/usr/bin/python3)
 for arg in "$@"; do
   case "$arg" in

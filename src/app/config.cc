@@ -267,6 +267,7 @@ const std::map<std::string, std::set<std::string>>& TypedChannelKeys() {
   static const std::set<std::string> kHttp = {"slack", "webhook", "console", "ntfy"};
   static const std::set<std::string> kEmail = {"email"};
   static const std::set<std::string> kBoth = {"email", "sendgrid"};
+  static const std::set<std::string> kProxied = {"slack", "webhook", "discord", "ntfy", "sendgrid", "email"};
   static const std::map<std::string, std::set<std::string>> kKeys = {
       {"url", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
       {"url_env", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
@@ -276,7 +277,7 @@ const std::map<std::string, std::set<std::string>>& TypedChannelKeys() {
       {"password", kEmail}, {"password_env", kEmail}, {"password_credential", kEmail},
       {"from", kBoth}, {"to", kBoth},
       {"api_key", {"sendgrid"}}, {"api_key_env", {"sendgrid"}}, {"api_key_credential", {"sendgrid"}},
-      {"proxy", {"slack", "webhook", "discord", "ntfy", "sendgrid"}},
+      {"proxy", kProxied}, {"proxy_env", kProxied}, {"proxy_credential", kProxied},
   };
   return kKeys;
 }
@@ -453,13 +454,19 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     std::string ca;
     TW_RETURN_IF_ERROR(cs.Get("ca_file", "a string (a PEM file)", &ca));
     if (!ca.empty()) ch.http.ca_file = Resolve(base, ca);
-    if (cs.node("proxy")) {  // absent: HTTPS_PROXY/HTTP_PROXY/NO_PROXY decide; "": none
+    // Absent: HTTP(S) channels follow HTTPS_PROXY/HTTP_PROXY/NO_PROXY, email goes direct; "": none.
+    if (const toml::node* key = cs.node("proxy") ? cs.node("proxy") : cs.node("proxy_env") ? cs.node("proxy_env")
+                                                                                         : cs.node("proxy_credential")) {
       std::string proxy;
-      TW_RETURN_IF_ERROR(cs.Get("proxy", "a string (http://host:port, or \"\" for none)", &proxy));
-      if (!proxy.empty())
-        if (Result<notify::Url> u = notify::ParseUrl(proxy); !u.ok() || u->scheme != "http")
-          return InvalidArgument(Where(path, cs.node("proxy")->source()) + "channel '" + name +
-                                 "': proxy must be an http://host:port URL, or \"\" for none");
+      bool literal = false;  // a password in the file makes the file secret too
+      TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "proxy", &proxy, &literal));
+      if (!proxy.empty()) {
+        Result<notify::Proxy> p = notify::ParseProxy(proxy);
+        if (!p.ok())
+          return InvalidArgument(Where(path, key->source()) + "channel '" + name + "': " + p.status().message() +
+                                 " (or \"\" for none)");
+        literal_secret = literal_secret || (literal && !p->password.empty());
+      }
       ch.http.proxy = proxy;
     }
     TW_RETURN_IF_ERROR(LoadGroupingKeys(path, cs, c->notify_max_age_seconds, &ch));
@@ -471,7 +478,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-      return InvalidArgument(path + ": holds a channel url, secret, password or API key but is readable by "
+      return InvalidArgument(path + ": holds a channel url, secret, password, API key or proxy password but is readable by "
                              "group or others (mode " + mode + "); chmod 600 it, or use the _env / _credential "
                              "keys (url_env, password_credential, ...)");
     }

@@ -35,7 +35,7 @@ struct ChannelConfig {
   // Delivery.
   double min_interval_seconds = 1.0;  // rate limit: at most one message per this
   std::string link_template;          // see ExpandLinkTemplate
-  HttpOptions http;  // email uses its timeout (whole SMTP session) and ca_file too
+  HttpOptions http;  // email uses its timeout (whole SMTP session), ca_file and proxy too
   // Grouping (docs/notifications.md), done by the Deliverer from the outbox at send time.
   std::vector<std::string> group_by = {"run"};  // "run", "rule"; empty: no grouping, one message each
   double group_wait_seconds = 30;               // a new group waits this long for related changes

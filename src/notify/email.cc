@@ -1,10 +1,7 @@
 #include "notify/email.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
 #include <cstdio>
 #include <ctime>
 
@@ -39,7 +36,21 @@ bool PrintableAscii(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
 }
 
-
+// Every line end CRLF, as RFC 5322 wants: the quoted-printable encoder would otherwise encode
+// a bare LF or CR as a byte of text.
+std::string Crlf(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + s.size() / 32);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\r' || s[i] == '\n') {
+      if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      out += "\r\n";
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
 
 bool AddressChar(char c) {
   // atext (RFC 5322 3.2.3) and '.', which covers dot-atom local parts and domain names.
@@ -62,15 +73,6 @@ std::string DisplayName(const std::string& name) {
 
 std::string FormatMailbox(const Mailbox& m) {
   return m.name.empty() ? m.address : DisplayName(m.name) + " <" + m.address + ">";
-}
-
-// 64-bit FNV-1a: a boundary that is the same for the same message, not a secret.
-std::string Fingerprint(std::string_view s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
 }
 
 // Multi-line finding texts as HTML: escaped, line breaks kept.
@@ -256,39 +258,6 @@ std::string EncodeHeaderText(std::string_view raw) {
   return out;
 }
 
-std::string QuotedPrintable(std::string_view text) {
-  std::string out;
-  size_t col = 0;
-  const auto line_end_at = [&](size_t i) {
-    return i >= text.size() || text[i] == '\n' || (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n');
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
-    if (c == '\n') {
-      out += "\r\n";
-      col = 0;
-      continue;
-    }
-    // Trailing white space is encoded: transports may strip it (RFC 2045 6.7 rule 3).
-    const bool literal = (c >= 33 && c <= 126 && c != '=') || ((c == ' ' || c == '\t') && !line_end_at(i + 1));
-    const size_t width = literal ? 1 : 3;
-    if (col + width > 75) {  // a soft break keeps every line at 76 bytes at most
-      out += "=\r\n";
-      col = 0;
-    }
-    if (literal) {
-      out += static_cast<char>(c);
-    } else {
-      out += '=';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-    col += width;
-  }
-  return out;
-}
-
 std::string RfcDate(double unix_seconds) {
   static const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
   static const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -339,33 +308,21 @@ EmailContent RenderGroupEmail(const Group& g, std::string_view link_template) {
   return c;
 }
 
-std::string BuildEmail(const Mailbox& from, const std::vector<Mailbox>& to, const EmailContent& content,
-                       std::string_view key, double now) {
-  // Quoted-printable never writes "=_" ('=' itself becomes "=3D"), so no body line can be
-  // taken for this boundary.
-  const std::string boundary = "=_trainwatch_" + Fingerprint(key);
-  std::string m;
-  m += "From: " + FormatMailbox(from) + "\r\n";
-  m += "To: ";
-  for (size_t i = 0; i < to.size(); ++i) m += (i ? ",\r\n " : "") + FormatMailbox(to[i]);
-  m += "\r\n";
-  m += "Subject: " + EncodeHeaderText(content.subject) + "\r\n";
-  m += "Date: " + RfcDate(now) + "\r\n";
-  m += "Message-ID: " + MessageIdFor(key, from.address) + "\r\n";
-  m += "Auto-Submitted: auto-generated\r\n";  // RFC 3834: no vacation replies to alerts
-  m += "MIME-Version: 1.0\r\n";
-  m += "Content-Type: multipart/alternative; boundary=\"" + boundary + "\"\r\n";
-  m += "\r\nThis is a message in MIME format: a plain-text and an HTML version.\r\n";
-  const auto part = [&](const char* type, const std::string& body) {
-    m += "\r\n--" + boundary + "\r\n";
-    m += std::string("Content-Type: ") + type + "; charset=utf-8\r\n";
-    m += "Content-Transfer-Encoding: quoted-printable\r\n\r\n";
-    m += QuotedPrintable(body);
-    if (!m.ends_with("\r\n")) m += "\r\n";
+EmailMessage BuildEmail(const Mailbox& from, const std::vector<Mailbox>& to, const EmailContent& content,
+                        std::string_view key, double now) {
+  EmailMessage m;
+  std::string to_line = "To: ";
+  for (size_t i = 0; i < to.size(); ++i) to_line += (i ? ",\r\n " : "") + FormatMailbox(to[i]);
+  m.headers = {
+      "From: " + FormatMailbox(from),
+      to_line,
+      "Subject: " + EncodeHeaderText(content.subject),
+      "Date: " + RfcDate(now),
+      "Message-ID: " + MessageIdFor(key, from.address),
+      "Auto-Submitted: auto-generated",  // RFC 3834: no vacation replies to alerts
   };
-  part("text/plain", content.text);
-  part("text/html", content.html);
-  m += "\r\n--" + boundary + "--\r\n";  // the CRLF before a delimiter belongs to it
+  m.text = Crlf(content.text);
+  m.html = Crlf(content.html);
   return m;
 }
 

@@ -1,8 +1,8 @@
-// What an email about a finding says, and the RFC 5322 / MIME message that carries it: the
-// same facts as the Slack message (severity and title, run and series, what was seen, the
-// evidence, the recent curve, likely cause, what to do, a link) as plain text and as HTML, in
-// a multipart/alternative message that is 7-bit clean (quoted-printable UTF-8, RFC 2047
-// encoded words in headers), with CRLF line ends and no line over 76 bytes in its bodies.
+// What an email about a finding says, and the RFC 5322 message that carries it: the same facts
+// as the Slack message (severity and title, run and series, what was seen, the evidence, the
+// recent curve, likely cause, what to do, a link) as plain text and as HTML. Its headers are
+// 7-bit (RFC 2047 encoded words where the text is not ASCII); the MIME encoding of its two
+// bodies, a multipart/alternative of quoted-printable UTF-8 parts, is curl's (smtp.h).
 #pragma once
 
 #include <string>
@@ -34,16 +34,25 @@ EmailContent RenderEmail(const Notification& n, const std::string& link);
 // from `link_template`.
 EmailContent RenderGroupEmail(const Group& g, std::string_view link_template);
 
-// The whole message, headers and body. `key` is the outbox's idempotency key: the Message-ID
-// is made from it (and the sender's domain), so a message sent again after a crash has the
-// same id and receivers can drop the copy. `now` (unix seconds) is the Date.
-std::string BuildEmail(const Mailbox& from, const std::vector<Mailbox>& to,
-                       const EmailContent& content, std::string_view key, double now);
+// The message before its MIME encoding: its headers (From, To, Subject, Date, Message-ID,
+// Auto-Submitted; MIME-Version and Content-Type are the encoder's), each one entry, folded
+// lines joined by CRLF and a space, all printable ASCII; and its two bodies with CRLF line ends.
+struct EmailMessage {
+  std::vector<std::string> headers;  // "From: trainwatch <alerts@example.com>", ...
+  std::string text;
+  std::string html;
+  bool operator==(const EmailMessage&) const = default;
+};
+
+// `key` is the outbox's idempotency key: the Message-ID is made from it (and the sender's
+// domain), so a message sent again after a crash has the same id and receivers can drop the
+// copy. `now` (unix seconds) is the Date. The same arguments give the same message.
+EmailMessage BuildEmail(const Mailbox& from, const std::vector<Mailbox>& to, const EmailContent& content,
+                        std::string_view key, double now);
 
 // The parts, exposed for tests.
 std::string MessageIdFor(std::string_view key, std::string_view from_address);  // "<...@...>"
 std::string EncodeHeaderText(std::string_view text);  // as is when printable ASCII, else RFC 2047
-std::string QuotedPrintable(std::string_view text);   // text's "\n" become CRLF line breaks
 std::string HtmlEscape(std::string_view text);
 std::string RfcDate(double unix_seconds);  // "Tue, 21 Nov 2023 10:00:00 +0000"
 

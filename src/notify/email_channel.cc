@@ -4,7 +4,7 @@
 
 #include "base/json.h"
 #include "notify/email.h"
-#include "notify/net.h"
+#include "notify/url.h"
 #include "notify/render.h"
 
 namespace tw::notify {
@@ -51,6 +51,7 @@ Result<SmtpServer> ServerFor(const ChannelConfig& c) {
   if (!security.ok()) return InvalidArgument(where + security.status().message());
   if (c.smtp_host.empty()) return InvalidArgument(where + "needs smtp_host");
   if (HasControlOrSpace(c.smtp_host)) return InvalidArgument(where + "smtp_host has a space or control character");
+  if (!IsHostName(c.smtp_host)) return InvalidArgument(where + "smtp_host is not a host name or IP address");
   if (c.smtp_port < 0 || c.smtp_port > 65535) return InvalidArgument(where + "smtp_port must be in 1..65535");
   SmtpServer s;
   s.host = c.smtp_host;
@@ -60,10 +61,15 @@ Result<SmtpServer> ServerFor(const ChannelConfig& c) {
   s.password = c.password;
   s.timeout_seconds = c.http.timeout_seconds;
   s.ca_file = c.http.ca_file;
+  // The environment's HTTPS_PROXY and kin are for web traffic: mail goes through a proxy only
+  // where the channel names one.
+  s.proxy = c.http.proxy.value_or("");
+  if (!s.proxy.empty())
+    if (Result<Proxy> p = ParseProxy(s.proxy); !p.ok()) return InvalidArgument(where + p.status().message());
   if (s.username.empty() != s.password.empty())
     return InvalidArgument(where + (s.username.empty() ? "a password needs a username"
                                                        : "username needs password, password_env or password_credential"));
-  if (!s.username.empty() && s.security == SmtpSecurity::kNone && !net::IsLoopbackHost(s.host))
+  if (!s.username.empty() && s.security == SmtpSecurity::kNone && !IsLoopbackHost(s.host))
     return InvalidArgument(where + "would send its password in plain text to " + s.host +
                            ": use tls = \"starttls\" or \"tls\" (tls = \"none\" with a username is for "
                            "a relay on this machine only)");
@@ -84,8 +90,8 @@ class EmailChannel : public Channel {
 
  private:
   SendResult Mail(const EmailContent& content, const std::string& message_id, double now) {
-    const std::string message = BuildEmail(a_.from, a_.to, content, message_id, now);
-    return JudgeSmtp(SmtpSend(server_, a_.from.address, a_.to_addresses, message));
+    return JudgeSmtp(SmtpSend(server_, a_.from.address, a_.to_addresses,
+                              BuildEmail(a_.from, a_.to, content, message_id, now)));
   }
 
   SmtpServer server_;

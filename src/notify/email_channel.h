@@ -1,4 +1,4 @@
-// The email channels: `email` sends through an SMTP server (smtp_client.h), `sendgrid` through
+// The email channels: `email` sends through an SMTP server (smtp.h), `sendgrid` through
 // SendGrid's v3 mail/send HTTP API. Both render the same message (email.h). Built by
 // MakeChannel (channel.h); exposed here for the config's checks and for tests.
 #pragma once
@@ -10,7 +10,7 @@
 #include "base/status.h"
 #include "notify/channel.h"
 #include "notify/http_client.h"
-#include "notify/smtp_client.h"
+#include "notify/smtp.h"
 
 namespace tw::notify {
 
@@ -21,7 +21,7 @@ uint16_t DefaultSmtpPort(const std::string& tls);
 
 // What an email or sendgrid channel needs, beyond what the config parser checks: a host (email),
 // an API key (sendgrid), a sender and recipients that parse, credentials only where they would
-// be encrypted (or stay on this machine). Messages start "channel 'NAME': " and hold no secret.
+// be encrypted (or stay on this machine), a proxy that parses. Messages start "channel 'NAME': " and hold no secret.
 Status CheckEmailChannel(const ChannelConfig& c);
 
 Result<std::unique_ptr<Channel>> MakeEmailChannel(const ChannelConfig& c);

@@ -53,6 +53,12 @@ std::vector<std::string> ChannelSecrets(const ChannelConfig& c) {
     if (!s.empty()) add(Base64(s), kMinPiece);
   }
   if (!c.password.empty()) add(Base64(std::string(1, '\0') + c.username + '\0' + c.password));
+  if (c.http.proxy && !c.http.proxy->empty()) {  // its URL may carry user:password@
+    const Result<Proxy> p = ParseProxy(*c.http.proxy);
+    if (!p.ok() || !p->password.empty()) add(*c.http.proxy);
+    if (p.ok())
+      for (const std::string& s : p->Secrets()) add(s);
+  }
   if (!c.url.empty() && c.type != "sendgrid") {  // SendGrid's endpoint is public; its key is above
     add(c.url);
     const std::string hidden = HiddenPart(c.url);

@@ -14,7 +14,8 @@ namespace tw::notify {
 struct ChannelConfig;
 
 // What of a channel must never be shown: its signing secret, API key, access token and
-// password (and their base64 forms, as AUTH sends them); its URL whole, and the part of it
+// password (and their base64 forms, as AUTH sends them); its proxy's URL and credentials (and
+// their Basic base64); its URL whole, and the part of it
 // that RedactUrl hides (the path past its first segment, the query) whole and piece by piece
 // (each path segment and query value of 4 bytes or more: shorter ones would eat ordinary words
 // and hold little secret); an ntfy channel's topic (whoever knows it can read the channel).
