@@ -284,7 +284,7 @@ Status LoadEmailKeys(const std::string& path, const Section& cs, notify::Channel
   return cs.Get("username", "a string", &ch->username);
 }
 
-// A type's own keys (channel_types.h), each into its field: strings, and secrets and
+// A type's own keys (channel_types.h), each into its field: strings, ids, secrets and
 // endpoints from KEY, KEY_env or KEY_credential. `literal_secret` is set by a secret written in
 // the file.
 Status LoadTypedKeys(const std::string& path, const std::string& label, const std::string& at, const Section& cs,
@@ -296,6 +296,13 @@ Status LoadTypedKeys(const std::string& path, const std::string& label, const st
     bool endpoint_literal = false;  // an API's URL in the file is no secret
     switch (k.kind) {
       case Kind::kText:
+        TW_RETURN_IF_ERROR(cs.Get(key.c_str(), std::string(k.expected).c_str(), out));
+        break;
+      case Kind::kId:
+        if (const toml::node* n = cs.node(key.c_str()); n && n->is_integer()) {
+          *out = std::to_string(*n->value<int64_t>());
+          break;
+        }
         TW_RETURN_IF_ERROR(cs.Get(key.c_str(), std::string(k.expected).c_str(), out));
         break;
       case Kind::kSecret:
@@ -471,7 +478,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-      return InvalidArgument(path + ": holds a channel url, secret, password or API key but is readable by "
+      return InvalidArgument(path + ": holds a channel url, secret, password, API key or bot token but is readable by "
                              "group or others (mode " + mode + "); chmod 600 it, or use the _env / _credential "
                              "keys (url_env, password_credential, ...)");
     }

@@ -18,11 +18,12 @@ struct ChannelConfig {
   std::string name;
   std::string type;    // a name in ChannelTypes() (channel_types.h)
   // Where it posts: a webhook's URL (a secret: never logged whole), or a public API endpoint
-  // (SendGrid's), as the type's table entry says.
+  // (SendGrid's, Telegram's api_url), as the type's table entry says.
   std::string url;
   // The type's credential: a webhook signing secret (Standard Webhooks; "" = unsigned), an ntfy
-  // access token, a SendGrid API key.
+  // access token, a SendGrid API key, a Telegram bot token.
   std::string secret;
+  std::string chat_id;  // telegram: a chat's number (-1001234567890) or a channel's @username
   // Email: the SMTP server (email), the sender and recipients (email, sendgrid).
   std::string smtp_host;
   int smtp_port = 0;             // 0: the tls setting's port (587, 465 or 25)
@@ -97,7 +98,7 @@ Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c);
 Result<Url> ChannelUrl(const ChannelConfig& c);
 
 // Where a channel sends, for people: a redacted URL (an ntfy topic hidden too: it is the
-// channel's secret), "smtp://host:port", or "" (console).
+// channel's secret), "smtp://host:port", a Telegram chat, or "" (console).
 std::string Destination(const ChannelConfig& c);
 
 // Judging answers (exposed for tests). Retry-After is seconds or an HTTP date.

@@ -6,6 +6,7 @@
 #include "notify/chat_channels.h"
 #include "notify/core_channels.h"
 #include "notify/email_channel.h"
+#include "notify/telegram_channel.h"
 
 namespace tw::notify {
 
@@ -41,6 +42,20 @@ std::vector<ChannelType> MakeTypes() {
                .keys = {kWebhookUrl, kSigningSecret, kProxy},  // secret: an access token
                .make = MakeNtfyChannel,
                .more_secrets = NtfySecrets});
+  t.push_back({.name = "telegram",
+               .keys = {{.name = "bot_token", .kind = Kind::kSecret, .field = &ChannelConfig::secret, .required = true},
+                        {.name = "chat_id",
+                         .kind = Kind::kId,
+                         .field = &ChannelConfig::chat_id,
+                         .required = true,
+                         .expected = "a string or an integer (a chat's number or a channel's @username)"},
+                        {.name = "api_url", .kind = Kind::kText, .field = &ChannelConfig::url, .expected = "a string (a URL)"},
+                        kProxy},
+               .min_interval_seconds = 3.0,  // at most 20 messages a minute to one group
+               .url = kTelegramApiUrl,
+               .url_is_secret = false,  // the token goes in the path, from `secret`
+               .make = MakeTelegramChannel,
+               .destination = TelegramDestination});
   t.push_back({.name = "email",
                .keys = {{.name = "smtp_host"}, {.name = "smtp_port"}, {.name = "tls"}, {.name = "username"},
                         {.name = "password", .kind = Kind::kSecret, .field = &ChannelConfig::password},

@@ -18,6 +18,7 @@ namespace tw::notify {
 struct ChannelKey {
   enum class Kind {
     kText,      // a string, into `field`
+    kId,        // a string or an integer, into `field` as text (a Telegram chat id)
     kSecret,    // a string from KEY, KEY_env or KEY_credential, into `field`; a secret
     kEndpoint,  // the same three forms, into `field`; public (an API's URL), so a file may hold it
     kOwn,       // read elsewhere: by the email loader (from, to, SMTP) or with the common keys (proxy)
@@ -58,7 +59,7 @@ const ChannelType* FindChannelType(std::string_view name);
 std::string ChannelTypeList();
 // Every key some type takes and another does not, _env and _credential forms included.
 std::vector<std::string> TypedChannelKeys();
-// The forms a key of this kind is written in: {"url", "url_env", "url_credential"} or {"from"}.
+// The forms a key of this kind is written in: {"url", "url_env", "url_credential"} or {"chat_id"}.
 std::vector<std::string> KeyForms(const ChannelKey& k);
 
 }  // namespace tw::notify
