@@ -14,6 +14,7 @@
 #include "notify/group.h"
 #include "notify/notification.h"
 #include "notify/render.h"
+#include "notify/teams_channel.h"
 #include "notify/telegram_channel.h"
 
 namespace tw {
@@ -90,18 +91,20 @@ TEST(GoldenPayloads, DiscordAndNtfy) {
   ExpectGolden("ntfy_firing.json", notify::NtfyMessage(n, "training", link));
 }
 
-TEST(GoldenPayloads, Telegram) {
+TEST(GoldenPayloads, TelegramAndTeams) {
   const notify::Notification n = Firing();
   const std::string link = notify::ExpandLinkTemplate(kLink, n);
   ExpectGolden("telegram_firing.json", notify::TelegramMessage(n, "-1001234567890", link));
+  ExpectGolden("teams_firing.json", notify::TeamsMessage(n, link));
 }
 
-TEST(GoldenPayloads, AGroupForTelegram) {
+TEST(GoldenPayloads, AGroupForTelegramAndTeams) {
   notify::Group g;
   g.labels = {{"run", "bert-finetune/lr-5e-3"}};
   g.items = {Firing(), Resolved()};
   g.since = 1700000000;
   ExpectGolden("telegram_group.json", notify::TelegramGroupMessage(g, "-1001234567890", kLink));
+  ExpectGolden("teams_group.json", notify::TeamsGroupMessage(g, kLink));
 }
 
 TEST(GoldenPayloads, AGroupForSlackAndWebhooks) {

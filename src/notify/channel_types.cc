@@ -6,6 +6,7 @@
 #include "notify/chat_channels.h"
 #include "notify/core_channels.h"
 #include "notify/email_channel.h"
+#include "notify/teams_channel.h"
 #include "notify/telegram_channel.h"
 
 namespace tw::notify {
@@ -56,6 +57,10 @@ std::vector<ChannelType> MakeTypes() {
                .url_is_secret = false,  // the token goes in the path, from `secret`
                .make = MakeTelegramChannel,
                .destination = TelegramDestination});
+  t.push_back({.name = "teams",
+               .keys = {kWebhookUrl, kProxy},  // a Workflows URL: its sig= is the credential
+               .min_interval_seconds = 1.0,
+               .make = MakeTeamsChannel});
   t.push_back({.name = "email",
                .keys = {{.name = "smtp_host"}, {.name = "smtp_port"}, {.name = "tls"}, {.name = "username"},
                         {.name = "password", .kind = Kind::kSecret, .field = &ChannelConfig::password},
