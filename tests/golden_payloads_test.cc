@@ -13,6 +13,7 @@
 #include "notify/chat_channels.h"
 #include "notify/group.h"
 #include "notify/notification.h"
+#include "notify/pagerduty_channel.h"
 #include "notify/render.h"
 #include "notify/teams_channel.h"
 #include "notify/telegram_channel.h"
@@ -91,11 +92,13 @@ TEST(GoldenPayloads, DiscordAndNtfy) {
   ExpectGolden("ntfy_firing.json", notify::NtfyMessage(n, "training", link));
 }
 
-TEST(GoldenPayloads, TelegramAndTeams) {
+TEST(GoldenPayloads, TelegramTeamsAndPagerDuty) {
   const notify::Notification n = Firing();
   const std::string link = notify::ExpandLinkTemplate(kLink, n);
   ExpectGolden("telegram_firing.json", notify::TelegramMessage(n, "-1001234567890", link));
   ExpectGolden("teams_firing.json", notify::TeamsMessage(n, link));
+  ExpectGolden("pagerduty_trigger.json", notify::PagerDutyEvent(n, "R0UT1NGKEYe93facc04764012d7bfb00", link));
+  ExpectGolden("pagerduty_resolve.json", notify::PagerDutyEvent(Resolved(), "R0UT1NGKEYe93facc04764012d7bfb00", link));
 }
 
 TEST(GoldenPayloads, AGroupForTelegramAndTeams) {

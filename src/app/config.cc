@@ -429,7 +429,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
       return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': type must be " +
                              notify::ChannelTypeList());
     // A key of another type's channel is a mistake (smtp_host on a Slack channel, url on an
-    // email one), refused like a typo rather than ignored.
+    // email one), refused like a typo rather than ignored; so is grouping where a type never groups.
     const std::string a_type = (std::string("aeiou").find(type.front()) != std::string::npos ? "an " : "a ") + type;
     const std::vector<std::string> typed = notify::TypedChannelKeys();
     for (const auto& [k, v] : ct) {
@@ -437,6 +437,10 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
       if (std::find(typed.begin(), typed.end(), key) != typed.end() && !kind->Takes(key))
         return InvalidArgument(Where(path, k.source()) + "channel '" + name + "': '" + key + "' does not apply to " +
                                a_type + " channel");
+      const auto& grouping = notify::GroupingKeys();
+      if (!kind->Groups() && std::find(grouping.begin(), grouping.end(), key) != grouping.end())
+        return InvalidArgument(Where(path, k.source()) + "channel '" + name + "': '" + key + "' does not apply to " +
+                               a_type + " channel (" + std::string(kind->no_grouping) + ")");
     }
     notify::ChannelConfig ch = notify::ChannelConfig::Defaults(name, type);
     const std::string label = "channel '" + name + "' (line " + std::to_string(e.source().begin.line) + ")";
@@ -478,7 +482,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-      return InvalidArgument(path + ": holds a channel url, secret, password, API key or bot token but is readable by "
+      return InvalidArgument(path + ": holds a channel url, secret, password, API key, bot token or routing key but is readable by "
                              "group or others (mode " + mode + "); chmod 600 it, or use the _env / _credential "
                              "keys (url_env, password_credential, ...)");
     }

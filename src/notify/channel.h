@@ -18,10 +18,10 @@ struct ChannelConfig {
   std::string name;
   std::string type;    // a name in ChannelTypes() (channel_types.h)
   // Where it posts: a webhook's URL (a secret: never logged whole), or a public API endpoint
-  // (SendGrid's, Telegram's api_url), as the type's table entry says.
+  // (SendGrid's, PagerDuty's, Telegram's api_url), as the type's table entry says.
   std::string url;
   // The type's credential: a webhook signing secret (Standard Webhooks; "" = unsigned), an ntfy
-  // access token, a SendGrid API key, a Telegram bot token.
+  // access token, a SendGrid API key, a Telegram bot token, a PagerDuty routing key.
   std::string secret;
   std::string chat_id;  // telegram: a chat's number (-1001234567890) or a channel's @username
   // Email: the SMTP server (email), the sender and recipients (email, sendgrid).

@@ -6,6 +6,7 @@
 #include "notify/chat_channels.h"
 #include "notify/core_channels.h"
 #include "notify/email_channel.h"
+#include "notify/pagerduty_channel.h"
 #include "notify/teams_channel.h"
 #include "notify/telegram_channel.h"
 
@@ -61,6 +62,18 @@ std::vector<ChannelType> MakeTypes() {
                .keys = {kWebhookUrl, kProxy},  // a Workflows URL: its sig= is the credential
                .min_interval_seconds = 1.0,
                .make = MakeTeamsChannel});
+  t.push_back({.name = "pagerduty",
+               .keys = {{.name = "routing_key", .kind = Kind::kSecret, .field = &ChannelConfig::secret, .required = true},
+                        {.name = "url", .kind = Kind::kEndpoint, .field = &ChannelConfig::url},
+                        kProxy},
+               .for_people = false,  // PagerDuty pages and re-notifies by its own escalation
+               .send_resolved = true,  // a resolution resolves the alert
+               .min_interval_seconds = 0.5,  // about 120 events a minute per routing key
+               .url = kPagerDutyUrl,
+               .min_severity = diagnose::Severity::kCritical,  // a page wakes someone
+               .no_grouping = "each finding is its own PagerDuty alert, by its dedup_key",
+               .url_is_secret = false,
+               .make = MakePagerDutyChannel});
   t.push_back({.name = "email",
                .keys = {{.name = "smtp_host"}, {.name = "smtp_port"}, {.name = "tls"}, {.name = "username"},
                         {.name = "password", .kind = Kind::kSecret, .field = &ChannelConfig::password},
@@ -128,6 +141,12 @@ std::vector<std::string> TypedChannelKeys() {
     for (const ChannelKey& k : t.keys)
       for (std::string& form : KeyForms(k)) all.insert(std::move(form));
   return {all.begin(), all.end()};
+}
+
+const std::vector<std::string_view>& GroupingKeys() {
+  static const std::vector<std::string_view> kKeys = {"group_by", "group_wait_seconds", "group_interval_seconds",
+                                                      "digest_minutes"};
+  return kKeys;
 }
 
 }  // namespace tw::notify

@@ -40,6 +40,8 @@ struct ChannelType {
   double timeout_seconds = 10;
   std::string_view url = {};  // the public endpoint it posts to unless `url` says otherwise
   diagnose::Severity min_severity = diagnose::Severity::kWarning;
+  // Non-empty: the type never groups, and why; its grouping keys are refused in the config.
+  std::string_view no_grouping = {};
   bool url_is_secret = true;  // a webhook's URL is its credential; an API endpoint is not
   bool mail = false;          // takes from and to (the email loader reads them, and SMTP's keys)
   Result<std::unique_ptr<Channel>> (*make)(const ChannelConfig&) = nullptr;
@@ -49,6 +51,7 @@ struct ChannelType {
   std::string (*destination)(const ChannelConfig&) = nullptr;
 
   bool Takes(std::string_view key) const;  // one of its keys, or their _env / _credential forms
+  bool Groups() const { return no_grouping.empty(); }
 };
 
 // Every type, in the order documentation lists them.
@@ -61,5 +64,7 @@ std::string ChannelTypeList();
 std::vector<std::string> TypedChannelKeys();
 // The forms a key of this kind is written in: {"url", "url_env", "url_credential"} or {"chat_id"}.
 std::vector<std::string> KeyForms(const ChannelKey& k);
+// The keys of grouping (group_by, group_wait_seconds, ...), which a type that never groups refuses.
+const std::vector<std::string_view>& GroupingKeys();
 
 }  // namespace tw::notify

@@ -13,8 +13,8 @@ namespace tw::notify {
 
 struct ChannelConfig;
 
-// What of a channel must never be shown: its signing secret, API key, access token, bot token
-// and password (and their base64 forms, as AUTH sends them); its URL, where its
+// What of a channel must never be shown: its signing secret, API key, access token, bot token,
+// routing key and password (and their base64 forms, as AUTH sends them); its URL, where its
 // type's URL is a secret (channel_types.h: a webhook's, not an API's endpoint), whole and the
 // part of it that RedactUrl hides (the path past its first segment, the query) whole and piece
 // by piece (each path segment and query value of 4 bytes or more: shorter ones would eat
