@@ -1,7 +1,8 @@
 // What each channel sends for the same findings, against golden files in tests/data/golden:
-// the Slack message, the webhook payload (version 1: a contract receivers parse), Discord,
-// ntfy, and a group. Compared as JSON values, so the files may be formatted by hand. After an
-// intended change, TW_UPDATE_GOLDEN=1 rewrites them; review the diff before committing it.
+// the Slack message, the webhook payload (version 1: a contract receivers parse), each other
+// type's message, and groups. Compared as JSON values, so the files may be formatted by hand.
+// After an intended change, TW_UPDATE_GOLDEN=1 rewrites them; review the diff before committing
+// it.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -12,7 +13,10 @@
 #include "notify/chat_channels.h"
 #include "notify/group.h"
 #include "notify/notification.h"
+#include "notify/pagerduty_channel.h"
 #include "notify/render.h"
+#include "notify/teams_channel.h"
+#include "notify/telegram_channel.h"
 
 namespace tw {
 namespace {
@@ -86,6 +90,24 @@ TEST(GoldenPayloads, DiscordAndNtfy) {
   const std::string link = notify::ExpandLinkTemplate(kLink, n);
   ExpectGolden("discord_firing.json", notify::DiscordMessage(n, link));
   ExpectGolden("ntfy_firing.json", notify::NtfyMessage(n, "training", link));
+}
+
+TEST(GoldenPayloads, TelegramTeamsAndPagerDuty) {
+  const notify::Notification n = Firing();
+  const std::string link = notify::ExpandLinkTemplate(kLink, n);
+  ExpectGolden("telegram_firing.json", notify::TelegramMessage(n, "-1001234567890", link));
+  ExpectGolden("teams_firing.json", notify::TeamsMessage(n, link));
+  ExpectGolden("pagerduty_trigger.json", notify::PagerDutyEvent(n, "R0UT1NGKEYe93facc04764012d7bfb00", link));
+  ExpectGolden("pagerduty_resolve.json", notify::PagerDutyEvent(Resolved(), "R0UT1NGKEYe93facc04764012d7bfb00", link));
+}
+
+TEST(GoldenPayloads, AGroupForTelegramAndTeams) {
+  notify::Group g;
+  g.labels = {{"run", "bert-finetune/lr-5e-3"}};
+  g.items = {Firing(), Resolved()};
+  g.since = 1700000000;
+  ExpectGolden("telegram_group.json", notify::TelegramGroupMessage(g, "-1001234567890", kLink));
+  ExpectGolden("teams_group.json", notify::TeamsGroupMessage(g, kLink));
 }
 
 TEST(GoldenPayloads, AGroupForSlackAndWebhooks) {

@@ -5,7 +5,8 @@
 //   - a second daemon on one store is refused (and a kill -9 leaves no lock behind);
 //   - two processes creating one new store at once both succeed, with one schema;
 //   - a corrupt store and a read-only one each get their own message and exit status;
-//   - no configured secret reaches the log, the outbox, `status` or argv.
+//   - no configured secret (URLs, signing secrets, tokens, API and routing keys, of every type
+//     of channel) reaches the log, the outbox, `status`, `notify test` or argv.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -352,7 +353,7 @@ void Echo(testing::HttpServer& s, int status, const std::string& echo) {
 
 TEST(HostileStoreNotify, NoSecretReachesTheLogTheOutboxStatusOrArgv) {
   TempDir dir;
-  testing::HttpServer slack, hook, ntfy, sendgrid, filed;
+  testing::HttpServer slack, hook, ntfy, sendgrid, filed, telegram, teams, pagerduty;
   const std::string slack_url = slack.url("/services/T0SLACKSECRET/B0SLACKSECRET/xoxSLACKTOKEN123");
   const std::string hook_url = hook.url("/hook/WHPATHSECRET987?token=WHQUERYSECRET");
   const std::string hook_secret = "SIGNSECRET-abc123";
@@ -360,6 +361,9 @@ TEST(HostileStoreNotify, NoSecretReachesTheLogTheOutboxStatusOrArgv) {
   const std::string ntfy_token = "tk_NTFYTOKEN777";
   const std::string api_key = "SG.SENDGRIDKEY.999";
   const std::string filed_url = filed.url("/hook/FILEDSECRET31");
+  const std::string bot_token = "123456789:TGTOKENSECRETabc";
+  const std::string teams_url = teams.url("/workflows/W1/triggers/manual/paths/invoke?api-version=1&sig=TEAMSSIGSECRET");
+  const std::string routing_key = "PDROUTINGKEYSECRET0123456789abcd";
   Echo(filed, 404, filed_url);
   Echo(slack, 400, slack_url);  // permanent: dead, with its reply kept
   Echo(hook, 500, hook_url + " key=" + hook_secret + " json={\"url\":\"" + [&] {
@@ -369,6 +373,9 @@ TEST(HostileStoreNotify, NoSecretReachesTheLogTheOutboxStatusOrArgv) {
   }() + "\"}");  // retried: pending, with its reply kept and logged
   Echo(ntfy, 401, "Authorization: Bearer " + ntfy_token + " for topic tw-topic-SECRET42");
   Echo(sendgrid, 403, "The provided authorization grant is invalid: Bearer " + api_key);
+  Echo(telegram, 401, "POST /bot" + bot_token + "/sendMessage");
+  Echo(teams, 400, teams_url);
+  Echo(pagerduty, 400, "{\"routing_key\":\"" + routing_key + "\"}");
   const std::string config = dir / "trainwatch.toml";
   WriteOwnerOnly(config,
                  "[[notify.channel]]\nname = \"slack\"\ntype = \"slack\"\nurl = \"" + slack_url +
@@ -379,7 +386,13 @@ TEST(HostileStoreNotify, NoSecretReachesTheLogTheOutboxStatusOrArgv) {
                      ntfy_token + "\"\ngroup_wait_seconds = 0\n"
                      "[[notify.channel]]\nname = \"mail\"\ntype = \"sendgrid\"\nurl = \"" + sendgrid.url("/v3/mail/send") +
                      "\"\napi_key = \"" + api_key + "\"\nfrom = \"tw@example.com\"\nto = [\"ml@example.com\"]\n"
-                     "group_wait_seconds = 0\n");
+                     "group_wait_seconds = 0\n"
+                     "[[notify.channel]]\nname = \"telegram\"\ntype = \"telegram\"\nbot_token = \"" + bot_token +
+                     "\"\nchat_id = -100123\napi_url = \"" + telegram.url("/") + "\"\ngroup_wait_seconds = 0\n"
+                     "[[notify.channel]]\nname = \"teams\"\ntype = \"teams\"\nurl = \"" + teams_url +
+                     "\"\ngroup_wait_seconds = 0\n"
+                     "[[notify.channel]]\nname = \"pagerduty\"\ntype = \"pagerduty\"\nrouting_key = \"" + routing_key +
+                     "\"\nurl = \"" + pagerduty.url("/v2/enqueue") + "\"\nmin_severity = \"warning\"\n");
   // A webhook URL from a file, not argv.
   WriteOwnerOnly(dir / "hook-url", filed_url + "\n");
   WriteSickRun(dir / "logs/sick");
@@ -389,16 +402,18 @@ TEST(HostileStoreNotify, NoSecretReachesTheLogTheOutboxStatusOrArgv) {
                   dir / "daemon.log");
   const std::vector<std::string> secrets = {"T0SLACKSECRET", "B0SLACKSECRET", "xoxSLACKTOKEN123", "WHPATHSECRET987",
                                             "WHQUERYSECRET", hook_secret, "tw-topic-SECRET42", ntfy_token,
-                                            "SENDGRIDKEY", "FILEDSECRET31"};
+                                            "SENDGRIDKEY", "FILEDSECRET31", "TGTOKENSECRET", "TEAMSSIGSECRET",
+                                            "PDROUTINGKEYSECRET"};
   const std::string cmdline = testing::ReadFile("/proc/" + std::to_string(d.pid()) + "/cmdline");
   for (const auto& s : secrets) EXPECT_EQ(cmdline.find(s), std::string::npos) << s << " in argv";
 
   // Every channel got the finding and refused it, its answer echoing its secrets.
   ASSERT_TRUE(slack.WaitForRequests(1, 40) && hook.WaitForRequests(2, 40) && ntfy.WaitForRequests(1, 40) &&
-              sendgrid.WaitForRequests(1, 40) && filed.WaitForRequests(1, 40))
+              sendgrid.WaitForRequests(1, 40) && filed.WaitForRequests(1, 40) && telegram.WaitForRequests(1, 40) &&
+              teams.WaitForRequests(1, 40) && pagerduty.WaitForRequests(1, 40))
       << d.Log();
   ASSERT_TRUE(WaitFor([&] {
-    return QueryInt(db, "SELECT count(DISTINCT channel) FROM outbox WHERE last_error LIKE '%refused: you sent%'") == 5;
+    return QueryInt(db, "SELECT count(DISTINCT channel) FROM outbox WHERE last_error LIKE '%refused: you sent%'") == 8;
   }, 20s)) << d.Log();
   EXPECT_EQ(ntfy.requests()[0].headers["authorization"], "Bearer " + ntfy_token);  // it was sent, of course
   std::string outbox;
@@ -419,6 +434,12 @@ TEST(HostileStoreNotify, NoSecretReachesTheLogTheOutboxStatusOrArgv) {
   // What was said is kept, with the secrets cut out.
   EXPECT_NE(status.find("refused: you sent"), std::string::npos) << status;
   EXPECT_NE(test_out.find("ntfy (ntfy, http://127.0.0.1:" + std::to_string(ntfy.port()) + "/…)"), std::string::npos)
+      << test_out;
+  EXPECT_NE(test_out.find("telegram (telegram, http://127.0.0.1:" + std::to_string(telegram.port()) + "/ chat -100123)"),
+            std::string::npos)
+      << test_out;
+  EXPECT_NE(test_out.find("teams (teams, http://127.0.0.1:" + std::to_string(teams.port()) + "/workflows/…)"),
+            std::string::npos)
       << test_out;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include "base/toml_guard.h"
 #include "base/file_io.h"
+#include "notify/channel_types.h"
 #include "notify/email_channel.h"
 
 namespace tw::app {
@@ -262,36 +264,12 @@ Status GetSecret(const std::string& path, const std::string& where, const Sectio
   return Status::Ok();
 }
 
-// The [[notify.channel]] keys that belong to some types of channel only.
-const std::map<std::string, std::set<std::string>>& TypedChannelKeys() {
-  static const std::set<std::string> kHttp = {"slack", "webhook", "console", "ntfy"};
-  static const std::set<std::string> kEmail = {"email"};
-  static const std::set<std::string> kBoth = {"email", "sendgrid"};
-  static const std::set<std::string> kProxied = {"slack", "webhook", "discord", "ntfy", "sendgrid", "email"};
-  static const std::map<std::string, std::set<std::string>> kKeys = {
-      {"url", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
-      {"url_env", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
-      {"url_credential", {"slack", "webhook", "discord", "ntfy", "console", "sendgrid"}},
-      {"secret", kHttp}, {"secret_env", kHttp}, {"secret_credential", kHttp},
-      {"smtp_host", kEmail}, {"smtp_port", kEmail}, {"tls", kEmail}, {"username", kEmail},
-      {"password", kEmail}, {"password_env", kEmail}, {"password_credential", kEmail},
-      {"from", kBoth}, {"to", kBoth},
-      {"api_key", {"sendgrid"}}, {"api_key_env", {"sendgrid"}}, {"api_key_credential", {"sendgrid"}},
-      {"proxy", kProxied}, {"proxy_env", kProxied}, {"proxy_credential", kProxied},
-  };
-  return kKeys;
-}
-
-// An email or sendgrid channel's own keys; CheckEmailChannel judges the whole afterwards.
-Status LoadEmailKeys(const std::string& path, const std::string& label, const Section& cs,
-                     notify::ChannelConfig* ch, bool* literal_secret) {
+// A mail channel's addressing (from, to) and an email channel's SMTP keys (its password is
+// one of its table's keys); MakeChannel judges the whole afterwards.
+Status LoadEmailKeys(const std::string& path, const Section& cs, notify::ChannelConfig* ch) {
   TW_RETURN_IF_ERROR(cs.Get("from", "a string (an email address)", &ch->from));
   TW_RETURN_IF_ERROR(cs.GetStrings("to", &ch->to));
-  if (ch->type == "sendgrid") {
-    bool url_literal = false;  // SendGrid's endpoint is no secret (the key is in a header)
-    TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "url", &ch->url, &url_literal));
-    return GetSecret(path, label, cs, "api_key", &ch->secret, literal_secret);
-  }
+  if (ch->type != "email") return Status::Ok();  // sendgrid: an API, no SMTP
   TW_RETURN_IF_ERROR(cs.Get("smtp_host", "a string (a host name or address)", &ch->smtp_host));
   TW_RETURN_IF_ERROR(cs.Get("tls", "a string (starttls, tls or none)", &ch->tls));
   if (notify::DefaultSmtpPort(ch->tls) == 0)
@@ -303,8 +281,50 @@ Status LoadEmailKeys(const std::string& path, const std::string& label, const Se
     return InvalidArgument(Where(path, cs.node("smtp_port")->source()) + "channel '" + ch->name + "'" +
                            ": smtp_port must be in 1..65535");
   ch->smtp_port = static_cast<int>(port);
-  TW_RETURN_IF_ERROR(cs.Get("username", "a string", &ch->username));
-  return GetSecret(path, label, cs, "password", &ch->password, literal_secret);
+  return cs.Get("username", "a string", &ch->username);
+}
+
+// A type's own keys (channel_types.h), each into its field: strings, ids, secrets and
+// endpoints from KEY, KEY_env or KEY_credential. `literal_secret` is set by a secret written in
+// the file.
+Status LoadTypedKeys(const std::string& path, const std::string& label, const std::string& at, const Section& cs,
+                     const notify::ChannelType& type, notify::ChannelConfig* ch, bool* literal_secret) {
+  using Kind = notify::ChannelKey::Kind;
+  for (const notify::ChannelKey& k : type.keys) {
+    const std::string key(k.name);
+    std::string* out = k.field ? &(ch->*k.field) : nullptr;
+    bool endpoint_literal = false;  // an API's URL in the file is no secret
+    switch (k.kind) {
+      case Kind::kText:
+        TW_RETURN_IF_ERROR(cs.Get(key.c_str(), std::string(k.expected).c_str(), out));
+        break;
+      case Kind::kId:
+        if (const toml::node* n = cs.node(key.c_str()); n && n->is_integer()) {
+          *out = std::to_string(*n->value<int64_t>());
+          break;
+        }
+        TW_RETURN_IF_ERROR(cs.Get(key.c_str(), std::string(k.expected).c_str(), out));
+        break;
+      case Kind::kSecret:
+        TW_RETURN_IF_ERROR(GetSecret(path, label, cs, key, out, literal_secret));
+        break;
+      case Kind::kEndpoint:
+        TW_RETURN_IF_ERROR(GetSecret(path, label, cs, key, out, &endpoint_literal));
+        break;
+      case Kind::kOwn:
+      case Kind::kOwnSecret:
+        break;
+    }
+  }
+  if (type.mail) TW_RETURN_IF_ERROR(LoadEmailKeys(path, cs, ch));
+  for (const notify::ChannelKey& k : type.keys) {
+    if (!k.required || !(ch->*k.field).empty()) continue;
+    const std::vector<std::string> forms = notify::KeyForms(k);
+    std::string names = forms[0];
+    for (size_t i = 1; i < forms.size(); ++i) names += (i + 1 == forms.size() ? " or " : ", ") + forms[i];
+    return InvalidArgument(at + "channel '" + ch->name + "' needs " + names);
+  }
+  return Status::Ok();
 }
 
 // A channel's grouping: group_by, group_wait_seconds, group_interval_seconds,
@@ -392,52 +412,43 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
   std::set<std::string> names;
   for (const toml::node& e : *arr) {
     const toml::table& ct = *e.as_table();
-    const std::string where = Where(path, e.source()).substr(path.size() + 2);
     Section cs(path, "notify.channel", ct);
     std::set<std::string> known = {"name", "type", "min_severity", "rules", "runs", "send_resolved",
                                    "min_interval_seconds", "link", "timeout_seconds", "ca_file",
                                    "group_by", "group_wait_seconds", "group_interval_seconds",
                                    "repeat_interval_seconds", "digest_minutes"};
-    for (const auto& [key, types] : TypedChannelKeys()) known.insert(key);
+    for (const std::string& key : notify::TypedChannelKeys()) known.insert(key);
     TW_RETURN_IF_ERROR(cs.CheckKeys(known));
     std::string name, type;
     TW_RETURN_IF_ERROR(cs.Get("name", "a string", &name));
-    TW_RETURN_IF_ERROR(cs.Get("type", "a string (slack, webhook, discord, ntfy, email, sendgrid or console)", &type));
+    TW_RETURN_IF_ERROR(cs.Get("type", ("a string (" + notify::ChannelTypeList() + ")").c_str(), &type));
     if (name.empty()) return InvalidArgument(Where(path, e.source()) + "[[notify.channel]] needs a name");
     if (!names.insert(name).second)
       return InvalidArgument(Where(path, e.source()) + "two channels are named '" + name + "'");
-    if (type != "slack" && type != "webhook" && type != "discord" && type != "ntfy" && type != "email" &&
-        type != "sendgrid" && type != "console")
-      return InvalidArgument(Where(path, e.source()) + "channel '" + name +
-                             "': type must be slack, webhook, discord, ntfy, email, sendgrid or console");
+    const notify::ChannelType* kind = notify::FindChannelType(type);
+    if (!kind)
+      return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': type must be " +
+                             notify::ChannelTypeList());
     // A key of another type's channel is a mistake (smtp_host on a Slack channel, url on an
-    // email one), refused like a typo rather than ignored.
+    // email one), refused like a typo rather than ignored; so is grouping where a type never groups.
+    const std::string a_type = (std::string("aeiou").find(type.front()) != std::string::npos ? "an " : "a ") + type;
+    const std::vector<std::string> typed = notify::TypedChannelKeys();
     for (const auto& [k, v] : ct) {
-      auto typed = TypedChannelKeys().find(std::string(k.str()));
-      if (typed != TypedChannelKeys().end() && !typed->second.count(type))
-        return InvalidArgument(Where(path, k.source()) + "channel '" + name + "': '" + std::string(k.str()) +
-                               "' does not apply to " + (type == "email" ? "an " : "a ") + type + " channel");
+      const std::string key(k.str());
+      if (std::find(typed.begin(), typed.end(), key) != typed.end() && !kind->Takes(key))
+        return InvalidArgument(Where(path, k.source()) + "channel '" + name + "': '" + key + "' does not apply to " +
+                               a_type + " channel");
+      const auto& grouping = notify::GroupingKeys();
+      if (!kind->Groups() && std::find(grouping.begin(), grouping.end(), key) != grouping.end())
+        return InvalidArgument(Where(path, k.source()) + "channel '" + name + "': '" + key + "' does not apply to " +
+                               a_type + " channel (" + std::string(kind->no_grouping) + ")");
     }
     notify::ChannelConfig ch = notify::ChannelConfig::Defaults(name, type);
     const std::string label = "channel '" + name + "' (line " + std::to_string(e.source().begin.line) + ")";
-    if (type == "email" || type == "sendgrid") {
-      TW_RETURN_IF_ERROR(LoadEmailKeys(path, label, cs, &ch, &literal_secret));
-      if (Status st = notify::CheckEmailChannel(ch); !st.ok())
-        return InvalidArgument(Where(path, e.source()) + st.message());
-    } else {
-      TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "url", &ch.url, &literal_secret));
-      TW_RETURN_IF_ERROR(GetSecret(path, label, cs, "secret", &ch.secret, &literal_secret));
-    }
-    const bool needs_url = type == "slack" || type == "webhook" || type == "discord" || type == "ntfy";
-    if (needs_url && ch.url.empty())
-      return InvalidArgument(Where(path, e.source()) + "channel '" + name + "' needs url, url_env or url_credential");
-    if (needs_url)
-      if (Result<notify::Url> u = notify::ParseUrl(ch.url); !u.ok())
-        return InvalidArgument(Where(path, e.source()) + "channel '" + name + "': " + u.status().message());
-    if (type == "discord" || type == "ntfy")
-      if (auto made = notify::MakeChannel(ch); !made.ok())
-        return InvalidArgument(Where(path, e.source()) + made.status().message());
-    std::string sev = "warning";
+    TW_RETURN_IF_ERROR(LoadTypedKeys(path, label, Where(path, e.source()), cs, *kind, &ch, &literal_secret));
+    if (auto made = notify::MakeChannel(ch); !made.ok())
+      return InvalidArgument(Where(path, e.source()) + made.status().message());
+    std::string sev = diagnose::SeverityName(ch.min_severity);  // the type's default
     TW_RETURN_IF_ERROR(cs.Get("min_severity", "a string (info, warning or critical)", &sev));
     if (!diagnose::ParseSeverity(sev, &ch.min_severity))
       return InvalidArgument(Where(path, cs.node("min_severity")->source()) + "channel '" + name +
@@ -478,7 +489,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
       char mode[8];
       std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
-      return InvalidArgument(path + ": holds a channel url, secret, password, API key or proxy password but is readable by "
+      return InvalidArgument(path + ": holds a channel url, secret, password, API key, bot token, routing key or proxy password but is readable by "
                              "group or others (mode " + mode + "); chmod 600 it, or use the _env / _credential "
                              "keys (url_env, password_credential, ...)");
     }

@@ -5,10 +5,8 @@
 #include <algorithm>
 
 #include <ctime>
-#include <iostream>
 
-#include "notify/chat_channels.h"
-#include "notify/email_channel.h"
+#include "notify/channel_types.h"
 #include "notify/render.h"
 #include "notify/secrets.h"
 
@@ -18,15 +16,14 @@ ChannelConfig ChannelConfig::Defaults(const std::string& name, const std::string
   ChannelConfig c;
   c.name = name;
   c.type = type;
-  const bool email = type == "email" || type == "sendgrid";
-  // Chat and mail are for people: resolutions off by default; machines (webhook) want them.
-  const bool chat = type == "slack" || type == "discord" || type == "ntfy";
-  c.send_resolved = !chat && !email;
-  // Slack takes about one message a second per webhook; Discord five per two seconds.
-  c.min_interval_seconds = type == "slack" || type == "discord" ? 1.0 : email ? 10.0 : 0.0;
-  if (type == "email") c.http.timeout_seconds = 30;
-  if (type == "sendgrid") c.url = kSendGridUrl;
-  if (type == "webhook" || type == "console") {
+  const ChannelType* t = FindChannelType(type);
+  if (!t) return c;  // MakeChannel and the config refuse it, naming the types there are
+  c.send_resolved = t->send_resolved;
+  c.min_interval_seconds = t->min_interval_seconds;
+  c.http.timeout_seconds = t->timeout_seconds;
+  c.url = t->url;
+  c.min_severity = t->min_severity;
+  if (!t->for_people) {
     c.group_by.clear();
     c.repeat_interval_seconds = 0;
   }
@@ -115,92 +112,23 @@ SendResult JudgeWebhook(const Result<HttpResponse>& r, double now) {
   return s;
 }
 
-namespace {
-
-class ConsoleChannel : public Channel {
- public:
-  using Channel::Channel;
-  SendResult DoSend(const Notification& n, const std::string&, double) override {
-    std::cout << ConsoleLine(n) << std::endl;
-    return {SendResult::Kind::kSent, 0, -1, "printed"};
-  }
-  SendResult DoSendGroup(const Group& g, const std::string&, double) override {
-    for (const Notification& n : g.items) std::cout << ConsoleLine(n) << "\n";
-    std::cout << std::flush;
-    return {SendResult::Kind::kSent, 0, -1, "printed"};
-  }
-};
-
-class SlackChannel : public Channel {
- public:
-  SlackChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
-  SendResult DoSend(const Notification& n, const std::string&, double now) override {
-    return Post(SlackMessage(n, ExpandLinkTemplate(config().link_template, n)), now);
-  }
-  SendResult DoSendGroup(const Group& g, const std::string&, double now) override {
-    return Post(SlackGroupMessage(g, config().link_template), now);
-  }
-
- private:
-  SendResult Post(const std::string& body, double now) {
-    return JudgeSlack(HttpPost(url_, {{"Content-Type", "application/json; charset=utf-8"}}, body,
-                               config().http),
-                      now);
-  }
-
-  Url url_;
-};
-
-class WebhookChannel : public Channel {
- public:
-  WebhookChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
-  SendResult DoSend(const Notification& n, const std::string& message_id, double now) override {
-    return Post(ToPayload(n), message_id, now);
-  }
-  SendResult DoSendGroup(const Group& g, const std::string& message_id, double now) override {
-    return Post(GroupPayload(g, config().name, now), message_id, now);
-  }
-
- private:
-  SendResult Post(const std::string& body, const std::string& message_id, double now) {
-    const int64_t ts = static_cast<int64_t>(now);
-    Headers h = {{"Content-Type", "application/json"},
-                 {"webhook-id", message_id},
-                 {"webhook-timestamp", std::to_string(ts)}};
-    if (!config().secret.empty())
-      h.push_back({"webhook-signature", WebhookSignature(config().secret, message_id, ts, body)});
-    return JudgeWebhook(HttpPost(url_, h, body, config().http), now);
-  }
-
-  Url url_;
-};
-
-}  // namespace
-
-Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c) {
-  if (c.type == "console") return std::unique_ptr<Channel>(new ConsoleChannel(c));
-  if (c.type == "email") return MakeEmailChannel(c);
-  if (c.type == "sendgrid") return MakeSendGridChannel(c);
-  if (c.type == "discord") return MakeDiscordChannel(c);
-  if (c.type == "ntfy") return MakeNtfyChannel(c);
-  if (c.type != "slack" && c.type != "webhook")
-    return InvalidArgument("channel '" + c.name + "': unknown type '" + c.type +
-                           "' (expected slack, webhook, discord, ntfy, email, sendgrid or console)");
+Result<Url> ChannelUrl(const ChannelConfig& c) {
   if (c.url.empty()) return InvalidArgument("channel '" + c.name + "': no url");
   Result<Url> url = ParseUrl(c.url);
   if (!url.ok()) return InvalidArgument("channel '" + c.name + "': " + url.status().message());
-  if (c.type == "slack") return std::unique_ptr<Channel>(new SlackChannel(c, *url));
-  return std::unique_ptr<Channel>(new WebhookChannel(c, *url));
+  return url;
+}
+
+Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c) {
+  const ChannelType* t = FindChannelType(c.type);
+  if (!t)
+    return InvalidArgument("channel '" + c.name + "': unknown type '" + c.type + "' (expected " +
+                           ChannelTypeList() + ")");
+  return t->make(c);
 }
 
 std::string Destination(const ChannelConfig& c) {
-  if (c.type == "email") {
-    SmtpServer s;
-    s.host = c.smtp_host;
-    s.port = c.smtp_port ? static_cast<uint16_t>(c.smtp_port) : DefaultSmtpPort(c.tls);
-    s.security = c.tls == "tls" ? SmtpSecurity::kTls : SmtpSecurity::kStartTls;
-    return SmtpLabel(s);
-  }
+  if (const ChannelType* t = FindChannelType(c.type); t && t->destination) return t->destination(c);
   if (c.url.empty()) return "";
   return ScrubSecrets(RedactUrl(c.url), ChannelSecrets(c));  // an ntfy topic is in the first segment
 }

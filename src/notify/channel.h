@@ -1,7 +1,7 @@
-// Channels: where notifications go (Slack incoming webhooks, generic signed JSON webhooks, the
-// console), with the filters that route findings to them. A channel sends one message and
-// judges the receiver's answer: sent, retry (when, if the receiver said), or a permanent
-// failure that retrying cannot fix (a deleted Slack webhook, a rejected payload).
+// Channels: where notifications go (chat, webhooks, paging, mail, the console; the types are
+// listed once, in channel_types.h), with the filters that route findings to them. A channel
+// sends one message and judges the receiver's answer: sent, retry (when, if the receiver said),
+// or a permanent failure that retrying cannot fix (a deleted Slack webhook, a rejected payload).
 #pragma once
 
 #include <memory>
@@ -16,9 +16,14 @@ namespace tw::notify {
 
 struct ChannelConfig {
   std::string name;
-  std::string type;    // slack, webhook, email, sendgrid, console
-  std::string url;     // slack, webhook (a secret: never logged whole); sendgrid's API endpoint
-  std::string secret;  // webhook signing secret (Standard Webhooks; "" = unsigned); sendgrid API key
+  std::string type;    // a name in ChannelTypes() (channel_types.h)
+  // Where it posts: a webhook's URL (a secret: never logged whole), or a public API endpoint
+  // (SendGrid's, PagerDuty's, Telegram's api_url), as the type's table entry says.
+  std::string url;
+  // The type's credential: a webhook signing secret (Standard Webhooks; "" = unsigned), an ntfy
+  // access token, a SendGrid API key, a Telegram bot token, a PagerDuty routing key.
+  std::string secret;
+  std::string chat_id;  // telegram: a chat's number (-1001234567890) or a channel's @username
   // Email: the SMTP server (email), the sender and recipients (email, sendgrid).
   std::string smtp_host;
   int smtp_port = 0;             // 0: the tls setting's port (587, 465 or 25)
@@ -43,13 +48,9 @@ struct ChannelConfig {
   double repeat_interval_seconds = 4 * 3600;    // a finding still firing is repeated; 0: never
   double digest_minutes = 0;                    // > 0: one summary message per this period, all groups
 
-  // The defaults per type: resolved messages on for webhooks and the console, off for Slack
-  // and email; Slack at about one message per second (its documented limit), email at one per
-  // 10 s (an inbox is not a chat), the others unlimited. SMTP gets 30 s: servers may check a
-  // message at length before they answer its end. sendgrid's url is SendGrid's API.
-  // Grouping by run (group_wait 30 s, group_interval 5 min) and repeats every 4 h for the
-  // channels people read (Slack, email); none for webhooks (machine receivers get every event
-  // as it comes, as the version 1 payload they always had) and the console (a log).
+  // The defaults of a type, from its entry in ChannelTypes() (channel_types.cc, where each is
+  // explained): resolutions, rate limit, timeout, endpoint, minimum severity, and grouping by
+  // run with repeats for the channels people read, or none for machine receivers and the log.
   static ChannelConfig Defaults(const std::string& name, const std::string& type);
   bool operator==(const ChannelConfig&) const = default;
 };
@@ -90,10 +91,14 @@ class Channel {
   std::vector<std::string> secrets_;  // ChannelSecrets(config_)
 };
 
+// Builds a channel of its type, checking what it needs ("channel 'NAME': ..." otherwise).
 Result<std::unique_ptr<Channel>> MakeChannel(const ChannelConfig& c);
+// The channel's url parsed, or why not ("channel 'NAME': no url", "channel 'NAME': <why>"):
+// the check each type that posts to its url makes when it is built.
+Result<Url> ChannelUrl(const ChannelConfig& c);
 
 // Where a channel sends, for people: a redacted URL (an ntfy topic hidden too: it is the
-// channel's secret), "smtp://host:port", or "" (console).
+// channel's secret), "smtp://host:port", a Telegram chat, or "" (console).
 std::string Destination(const ChannelConfig& c);
 
 // Judging answers (exposed for tests). Retry-After is seconds or an HTTP date.

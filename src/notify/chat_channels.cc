@@ -187,25 +187,40 @@ class NtfyChannel : public Channel {
 }  // namespace
 
 Result<std::unique_ptr<Channel>> MakeDiscordChannel(const ChannelConfig& c) {
-  if (c.url.empty()) return InvalidArgument("channel '" + c.name + "': no url");
-  Result<Url> url = ParseUrl(c.url);
-  if (!url.ok()) return InvalidArgument("channel '" + c.name + "': " + url.status().message());
+  Result<Url> url = ChannelUrl(c);
+  if (!url.ok()) return url.status();
   return std::unique_ptr<Channel>(new DiscordChannel(c, *url));
 }
 
+namespace {
+
+// https://ntfy.sh/alerts: the topic is the path ("" for none, or for more than one segment).
+std::string NtfyTopic(const Url& url) {
+  std::string topic = url.target.substr(1);
+  topic.resize(std::min(topic.find_first_of("?#"), topic.size()));
+  return topic.find('/') == std::string::npos ? topic : "";
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Channel>> MakeNtfyChannel(const ChannelConfig& c) {
-  if (c.url.empty()) return InvalidArgument("channel '" + c.name + "': no url");
-  Result<Url> url = ParseUrl(c.url);
-  if (!url.ok()) return InvalidArgument("channel '" + c.name + "': " + url.status().message());
-  // https://ntfy.sh/alerts: the topic is the path; JSON is published to the server's root.
-  std::string topic = url->target.substr(1);
-  if (const size_t q = topic.find_first_of("?#"); q != std::string::npos) topic.resize(q);
-  if (topic.empty() || topic.find('/') != std::string::npos)
+  Result<Url> url = ChannelUrl(c);
+  if (!url.ok()) return url.status();
+  const std::string topic = NtfyTopic(*url);
+  if (topic.empty())
     return InvalidArgument("channel '" + c.name + "': an ntfy url is the server and one topic, "
                            "https://ntfy.sh/<topic>");
-  Url root = *url;
+  Url root = *url;  // JSON is published to the server's root
   root.target = "/";
   return std::unique_ptr<Channel>(new NtfyChannel(c, root, topic));
+}
+
+std::vector<std::string> NtfySecrets(const ChannelConfig& c) {
+  Result<Url> u = ParseUrl(c.url);
+  if (!u.ok()) return {};
+  std::string topic = u->target.substr(1);  // whatever the path holds, even where it is not one topic
+  topic.resize(std::min(topic.find_first_of("?#"), topic.size()));
+  return {topic};
 }
 
 }  // namespace tw::notify

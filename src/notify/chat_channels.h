@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "notify/channel.h"
 
@@ -26,5 +27,7 @@ std::string NtfyGroupMessage(const Group& g, const std::string& topic);
 Result<std::unique_ptr<Channel>> MakeDiscordChannel(const ChannelConfig& c);
 // `secret`, if set, is sent as an access token (Authorization: Bearer).
 Result<std::unique_ptr<Channel>> MakeNtfyChannel(const ChannelConfig& c);
+// The topic (https://ntfy.sh/<topic>): whoever knows it reads the channel, so it is a secret.
+std::vector<std::string> NtfySecrets(const ChannelConfig& c);
 
 }  // namespace tw::notify

@@ -180,6 +180,14 @@ Result<std::unique_ptr<Channel>> MakeSendGridChannel(const ChannelConfig& c) {
   return std::unique_ptr<Channel>(new SendGridChannel(c, *ParseUrl(c.url), *ParseAddressing(c)));
 }
 
+std::string SmtpDestination(const ChannelConfig& c) {
+  SmtpServer s;
+  s.host = c.smtp_host;
+  s.port = c.smtp_port ? static_cast<uint16_t>(c.smtp_port) : DefaultSmtpPort(c.tls);
+  s.security = c.tls == "tls" ? SmtpSecurity::kTls : SmtpSecurity::kStartTls;
+  return SmtpLabel(s);
+}
+
 SendResult JudgeSmtp(const Result<SmtpReply>& r) {
   if (!r.ok()) {
     const bool hopeless = r.status().code() == Code::kInvalidArgument;

@@ -26,6 +26,8 @@ Status CheckEmailChannel(const ChannelConfig& c);
 
 Result<std::unique_ptr<Channel>> MakeEmailChannel(const ChannelConfig& c);
 Result<std::unique_ptr<Channel>> MakeSendGridChannel(const ChannelConfig& c);
+// "smtp://host:port" (smtps:// for implicit TLS): an email channel's destination.
+std::string SmtpDestination(const ChannelConfig& c);
 
 // The server's verdict: 2xx sent, 4xx retry, 5xx permanent. Without a reply: retry, unless the
 // error says trying again cannot help (kInvalidArgument: permanent).

@@ -48,14 +48,6 @@ std::string Mrkdwn(std::string_view s) {
   return out;
 }
 
-
-std::string Emoji(const Notification& n) {
-  if (n.event == "finding.resolved") return "✅";
-  if (n.severity == "critical") return "🔴";
-  if (n.severity == "warning") return "🟠";
-  return "🔵";
-}
-
 Json Text(std::string_view type, std::string_view text) {
   Json t;
   t.Str("type", type).Str("text", text);
@@ -99,6 +91,13 @@ std::vector<std::pair<std::string, std::string>> EvidenceItems(const Notificatio
   return items;
 }
 
+std::string StatusEmoji(const Notification& n) {
+  if (n.event == "finding.resolved") return "✅";
+  if (n.severity == "critical") return "🔴";
+  if (n.severity == "warning") return "🟠";
+  return "🔵";
+}
+
 std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
   if (s.size() <= max_bytes) return std::string(s);
   const std::string_view ellipsis = "…";
@@ -132,7 +131,7 @@ std::string SlackMessage(const Notification& n, const std::string& link) {
   Json blocks = Json::Array();
   Json header;
   const bool repeat = n.event == "finding.repeat";
-  const std::string head = Emoji(n) + " " + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
+  const std::string head = StatusEmoji(n) + " " + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
                            (repeat ? " (still firing)" : "") + " · " + (n.title.empty() ? n.rule : n.title);
   header.Str("type", "header").Nested("text", Text("plain_text", TruncateUtf8(head, kHeaderMax)));
   blocks.Push(header);
@@ -171,7 +170,7 @@ std::string SlackGroupMessage(const Group& g, std::string_view link_template) {
   const Notification* worst = nullptr;
   for (const Notification& n : g.items)
     if (n.event != "finding.resolved" && (!worst || n.level() > worst->level())) worst = &n;
-  const std::string emoji = worst ? Emoji(*worst) : "✅";
+  const std::string emoji = worst ? StatusEmoji(*worst) : "✅";
   const std::string title = GroupTitle(g);
   Json blocks = Json::Array();
   Json header;
@@ -182,7 +181,7 @@ std::string SlackGroupMessage(const Group& g, std::string_view link_template) {
   for (size_t i = 0; i < shown; ++i) {
     const Notification& n = g.items[i];
     const bool resolved = n.event == "finding.resolved";
-    std::string text = Emoji(n) + " *" + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
+    std::string text = StatusEmoji(n) + " *" + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
                        (n.event == "finding.firing" || resolved ? "" : " (" + EventWords(n.event) + ")") + " · " +
                        Mrkdwn(n.title.empty() ? n.rule : n.title) + "*\n*Run* `" + Mrkdwn(n.run) + "`" +
                        (n.series.empty() ? "" : "   *Series* `" + Mrkdwn(n.series) + "`") + "\n" +

@@ -31,6 +31,9 @@ std::string SlackGroupMessage(const Group& g, std::string_view link_template);
 // 4 significant digits. At most `max_items`. Slack shows them as fields, email as a list.
 std::vector<std::pair<std::string, std::string>> EvidenceItems(const Notification& n, size_t max_items);
 
+// ✅ resolved, else 🔴 critical, 🟠 warning, 🔵 info: how chat messages open.
+std::string StatusEmoji(const Notification& n);
+
 // One line for the console channel.
 std::string ConsoleLine(const Notification& n);
 

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "notify/channel.h"
+#include "notify/channel_types.h"
 #include "notify/http_client.h"
 #include "notify/render.h"
 
@@ -59,7 +60,8 @@ std::vector<std::string> ChannelSecrets(const ChannelConfig& c) {
     if (p.ok())
       for (const std::string& s : p->Secrets()) add(s);
   }
-  if (!c.url.empty() && c.type != "sendgrid") {  // SendGrid's endpoint is public; its key is above
+  const ChannelType* type = FindChannelType(c.type);
+  if (!c.url.empty() && (!type || type->url_is_secret)) {  // an API's endpoint is public; its key is above
     add(c.url);
     const std::string hidden = HiddenPart(c.url);
     add(hidden, kMinPiece);
@@ -68,14 +70,9 @@ std::vector<std::string> ChannelSecrets(const ChannelConfig& c) {
       add(hidden.substr(at, end - at), kMinPiece);
       at = end + 1;
     }
-    if (c.type == "ntfy") {  // https://ntfy.sh/<topic>: the topic is the secret
-      if (Result<Url> u = ParseUrl(c.url); u.ok()) {
-        std::string topic = u->target.substr(1);
-        topic.resize(std::min(topic.find_first_of("?#"), topic.size()));
-        add(topic);
-      }
-    }
   }
+  if (type && type->more_secrets)
+    for (const std::string& s : type->more_secrets(c)) add(s);
   std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   return out;
 }

@@ -13,13 +13,14 @@ namespace tw::notify {
 
 struct ChannelConfig;
 
-// What of a channel must never be shown: its signing secret, API key, access token and
-// password (and their base64 forms, as AUTH sends them); its proxy's URL and credentials (and
-// their Basic base64); its URL whole, and the part of it
-// that RedactUrl hides (the path past its first segment, the query) whole and piece by piece
-// (each path segment and query value of 4 bytes or more: shorter ones would eat ordinary words
-// and hold little secret); an ntfy channel's topic (whoever knows it can read the channel).
-// Longest first, so a whole URL is replaced before its parts.
+// What of a channel must never be shown: its signing secret, API key, access token, bot token,
+// routing key and password (and their base64 forms, as AUTH sends them); its proxy's URL and
+// credentials (and their Basic base64); its URL, where its type's URL is a secret
+// (channel_types.h: a webhook's, not an API's endpoint), whole and the part of it that
+// RedactUrl hides (the path past its first segment, the query) whole and piece by piece (each
+// path segment and query value of 4 bytes or more: shorter ones would eat ordinary words and
+// hold little secret); and what its type adds (an ntfy channel's topic: whoever knows it can
+// read the channel). Longest first, so a whole URL goes before its parts.
 std::vector<std::string> ChannelSecrets(const ChannelConfig& c);
 
 // `text` with every occurrence of every secret (also JSON-escaped, "/" as "\/") replaced by
