@@ -663,6 +663,47 @@ TEST_F(NotifyGroup, GroupWaitCollectsARunsFindingsIntoOneSlackMessage) {
 // that run seconds later (the divergence that comes with a NaN) joins the run's next message,
 // at group_interval; a warning still waits group_wait; and a critical change of a run whose last
 // message held only warnings goes at once too.
+TEST_F(NotifyGroup, WhatWaitsForItsGroupIsRecordedForStatusAndOldGroupsAreForgotten) {
+  const std::vector<ChannelConfig> chans = {Grouped("slack")};
+  Queue(chans, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue(chans, 2, 1002, About(4, "exp/b", "rule_a"));
+  Queue(chans, 3, 1005, About(2, "exp/a", "rule_b"));
+  auto d = Open(chans);
+  EXPECT_TRUE(Run(*d, 1000).empty());
+  using Rows = std::vector<std::string>;
+  const auto waiting = [&] {
+    return testing::QueryRows(db_path_, "SELECT group_key, messages, CAST(oldest AS INTEGER), "
+                                        "CAST(due AS INTEGER) FROM notify_waiting ORDER BY due")
+        .value_or(Rows{"unreadable"});
+  };
+  EXPECT_EQ(waiting(), (Rows{R"({"run":"exp/a"}|2|1000|1030)", R"({"run":"exp/b"}|1|1002|1032)"}));
+  // The status command shows them, with when they go.
+  std::string out;
+  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " status --db " + db_path_, &out), 0) << out;
+  EXPECT_NE(out.find(R"(2 messages wait for group {"run":"exp/a"}: goes in 0 s)"), std::string::npos) << out;
+  ASSERT_EQ(testing::RunCommand(std::string(TW_CLI_BINARY) + " status --json --db " + db_path_, &out), 0) << out;
+  EXPECT_NE(out.find(R"("waiting":[{"group":"{\"run\":\"exp/a\"}","messages":2,"oldest":1000,"due":1030})"),
+            std::string::npos) << out;
+  ASSERT_EQ(Run(*d, 1030).size(), 1u);  // exp/a went; exp/b still waits
+  EXPECT_EQ(waiting(), (Rows{R"({"run":"exp/b"}|1|1002|1032)"}));
+  ASSERT_EQ(Run(*d, 1032).size(), 1u);
+  EXPECT_TRUE(waiting().empty());
+  EXPECT_EQ(testing::QueryInt(db_path_, "SELECT count(*) FROM notify_groups"), 2);
+  // A group's last send is kept for its interval (300 s) and an hour, then forgotten.
+  EXPECT_TRUE(Run(*d, 1030 + 300 + 3600 - 1).empty());  // exp/a went at 1030
+  EXPECT_EQ(testing::QueryInt(db_path_, "SELECT count(*) FROM notify_groups"), 2);
+  auto later = Open(chans);
+  EXPECT_TRUE(Run(*later, 1032 + 300 + 3600 + 1).empty());
+  EXPECT_EQ(testing::QueryInt(db_path_, "SELECT count(*) FROM notify_groups"), 0);
+  // A channel removed from the config takes its rows with it.
+  Queue(chans, 4, 9000, About(1, "exp/a", "rule_a"));
+  EXPECT_TRUE(Run(*later, 9000).empty());
+  EXPECT_EQ(waiting().size(), 1u);
+  later.reset();
+  auto other = Open({Grouped("slack", "other")});
+  EXPECT_TRUE(waiting().empty());
+}
+
 TEST_F(NotifyGroup, CriticalMeansNowWhatFollowsWaitsAsGrouped) {
   const std::vector<ChannelConfig> chans = {Grouped("slack")};
   Queue(chans, 1, 1000, About(1, "exp/a", "non_finite_loss", "finding.firing", "critical"));

@@ -84,6 +84,23 @@ TEST(Systemd, UnitIsTypeNotifyAndDoesNotRestartOnConfigErrors) {
   EXPECT_TRUE(has("StateDirectory=trainwatch"));
 }
 
+// Loopback only as shipped, so a configured channel cannot reach its receiver until a drop-in
+// allows it: the unit checks each channel before the daemon starts (never failing the start)
+// and ships the drop-in's example.
+TEST(Systemd, UnitChecksEachChannelsReachBeforeStartAndShipsTheNetworkDropIn) {
+  const std::string unit = ReadFile(SourceDir() + "/systemd/trainwatch.service");
+  const std::string pre = "ExecStartPre=-/usr/local/bin/trainwatch notify check --config "
+                          "${CONFIGURATION_DIRECTORY}/trainwatch.toml";
+  EXPECT_NE(unit.find("\n" + pre + "\n"), std::string::npos) << "no ExecStartPre check, or one that can stop the start";
+  EXPECT_NE(unit.find("\nIPAddressDeny=any\nIPAddressAllow=localhost\n"), std::string::npos);
+  std::string out;
+  EXPECT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " notify check --help 2>&1", &out), 0) << out;
+  const std::string dropin = ReadFile(SourceDir() + "/systemd/network.conf");
+  EXPECT_NE(dropin.find("\n[Service]\n"), std::string::npos);
+  EXPECT_NE(dropin.find("#IPAddressAllow=any"), std::string::npos);
+  EXPECT_NE(ReadFile(SourceDir() + "/CMakeLists.txt").find("install(FILES systemd/network.conf"), std::string::npos);
+}
+
 // The diagnosis thread's setpriority (src/app/diagnose_worker.cc) is in @resources, which the
 // unit filters out: a later line must allow it back, and no capability may let it raise
 // priority instead of lowering it.

@@ -174,6 +174,8 @@ int CmdStatus(const Args& args) {
   // (A store no daemon of this version has migrated yet has no outbox: nothing to say.)
   Result<std::vector<notify::OutboxCounts>> outbox = notify::CountOutbox(**db);
   if (!outbox.ok()) outbox = std::vector<notify::OutboxCounts>{};
+  Result<std::vector<notify::WaitingGroup>> waiting = notify::ListWaiting(**db);
+  if (!waiting.ok()) waiting = std::vector<notify::WaitingGroup>{};
   // Whether a daemon holds the store now, and what it waits on that it cannot write into the
   // store (its write lock held by someone else): from the lock file beside it.
   const app::LiveDaemon daemon = app::ReadLiveDaemon(*f.Get("db"));
@@ -221,7 +223,16 @@ int CmdStatus(const Args& args) {
       const notify::OutboxCounts& o = (*outbox)[i];
       std::cout << (i ? "," : "") << "{\"channel\":" << JsonQuote(o.channel) << ",\"pending\":" << o.pending
                 << ",\"sent\":" << o.sent << ",\"dead\":" << o.dead << ",\"last_error\":" << JsonQuote(o.last_error)
-                << "}";
+                << ",\"waiting\":[";
+      bool first_group = true;
+      for (const notify::WaitingGroup& w : *waiting) {
+        if (w.channel != o.channel) continue;
+        std::cout << (first_group ? "" : ",") << "{\"group\":" << JsonQuote(w.group)
+                  << ",\"messages\":" << w.messages << ",\"oldest\":" << std::llround(w.oldest)
+                  << ",\"due\":" << std::llround(w.due) << "}";
+        first_group = false;
+      }
+      std::cout << "]}";
     }
     std::cout << "]}\n";
     return 0;
@@ -264,6 +275,14 @@ int CmdStatus(const Args& args) {
     if (o.dead > 0 || o.pending > 0)
       if (!o.last_error.empty()) std::cout << " (last error: " << o.last_error << ")";
     std::cout << "\n";
+    // Messages held for their group: how many, which group, and when they go.
+    const double now = UnixNow();
+    for (const notify::WaitingGroup& w : *waiting)
+      if (w.channel == o.channel)
+        std::cout << "notify:        " << w.messages << (w.messages == 1 ? " message waits" : " messages wait")
+                  << " for group " << w.group << ": goes in "
+                  << std::max<int64_t>(0, std::llround(w.due - now)) << " s (queued "
+                  << std::llround(now - w.oldest) << " s ago)\n";
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // `trainwatch notify test` and `trainwatch silence`: the CLI side of notifications.
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "app/config.h"
@@ -9,6 +10,7 @@
 #include "cli/flags.h"
 #include "cli/format.h"
 #include "notify/channel.h"
+#include "notify/reach.h"
 #include "store/store.h"
 
 namespace tw::cli {
@@ -18,7 +20,15 @@ namespace {
 constexpr const char* kNotifyHelp = R"(usage: trainwatch notify test [--config FILE] [--channel NAME]
                              [--slack-webhook URL | --slack-webhook-file F]
                              [--webhook URL | --webhook-file F]
+       trainwatch notify check [--config FILE] [--channel NAME] [--timeout SECONDS]
 
+check: whether this process may connect to each channel's receiver (or its proxy), sending
+nothing: a connection blocked on this machine (a systemd unit's IPAddressDeny=, a local
+firewall), a host that does not resolve, refused or silent. The systemd unit runs it before the
+daemon (ExecStartPre), so the journal says why notifications cannot leave. Exit status 0 when
+every channel can be reached, 1 otherwise.
+
+test:
 Sends a sample finding (clearly marked as a test) to each channel, through the same code the
 daemon uses (rendering, signing, HTTP(S) with verification), and prints what each receiver
 answered. Channels come from the config file's [[notify.channel]] tables and the flags; with
@@ -131,10 +141,63 @@ int SilenceAdd(const Flags& f) {
   return 0;
 }
 
+// A positive number of seconds ("3", "0.5").
+bool ParseSeconds(const std::string& text, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(text.c_str(), &end);
+  return !text.empty() && end && *end == '\0' && std::isfinite(*out);
+}
+
+int NotifyCheck(const Args& args) {
+  Flags f(args, {"config", "channel", "timeout"}, {"help"});
+  if (f.Has("help")) return Usage(kNotifyHelp);
+  if (!f.error().empty()) return Usage(kNotifyHelp, f.error());
+  double timeout = 3;
+  if (auto t = f.Get("timeout"); t && (!ParseSeconds(*t, &timeout) || timeout <= 0 || timeout > 60))
+    return Usage(kNotifyHelp, "--timeout must be a number of seconds in (0, 60]");
+  app::Config config;
+  if (auto path = f.Get("config")) {
+    Result<app::Config> loaded = app::LoadConfigFile(*path);
+    if (!loaded.ok()) {
+      std::cerr << "trainwatch: " << loaded.status().message() << "\n";
+      return 78;
+    }
+    config = std::move(*loaded);
+  }
+  std::vector<notify::ChannelConfig> channels = app::EffectiveChannels(config);
+  if (auto only = f.Get("channel"))
+    std::erase_if(channels, [&](const notify::ChannelConfig& c) { return c.name != *only; });
+  int unreachable = 0;
+  using Kind = notify::Reachability::Kind;
+  for (const auto& c : channels) {
+    const notify::Reachability r = notify::CheckReach(c, timeout);
+    std::string line = "channel '" + c.name + "': ";
+    switch (r.kind) {
+      case Kind::kReachable: line += r.endpoint + " can be reached"; break;
+      case Kind::kNoEndpoint: line += r.detail.empty() ? "sends nowhere over the network" : r.detail; break;
+      case Kind::kBlocked:
+        line += "connections to " + r.endpoint + " are blocked on this machine (" + r.detail +
+                "): notifications cannot leave. Under systemd, trainwatch.service allows only "
+                "loopback (IPAddressDeny=any, IPAddressAllow=localhost): add a drop-in that allows "
+                "the receiver or your proxy (systemctl edit trainwatch; the example is "
+                "share/trainwatch/network.conf, docs/daemon.md)";
+        break;
+      case Kind::kUnresolved: line += r.endpoint + ": " + r.detail; break;
+      case Kind::kRefused: line += r.endpoint + " refused the connection (" + r.detail + ")"; break;
+      case Kind::kTimedOut: line += r.endpoint + " did not answer within the timeout"; break;
+    }
+    const bool ok = r.kind == Kind::kReachable || r.kind == Kind::kNoEndpoint;
+    unreachable += !ok;
+    (ok ? std::cout : std::cerr) << (ok ? "" : "trainwatch: ") << line << "\n";
+  }
+  return unreachable ? 1 : 0;
+}
+
 }  // namespace
 
 int CmdNotify(const Args& args) {
   if (args.empty() || args[0] == "--help") return Usage(kNotifyHelp, args.empty() ? "notify needs a subcommand" : "");
+  if (args[0] == "check") return NotifyCheck(Args(args.begin() + 1, args.end()));
   if (args[0] != "test") return Usage(kNotifyHelp, "unknown notify subcommand '" + args[0] + "'");
   return NotifyTest(Args(args.begin() + 1, args.end()));
 }

@@ -108,6 +108,14 @@ Result<std::unique_ptr<Deliverer>> Deliverer::Open(const std::string& db_path,
   if (const int64_t n = (*db)->Changes(); n > 0)
     log::Warning("notify: " + std::to_string(n) +
                  " pending message(s) are for channels no longer configured; marked dead");
+  // What waited, and when groups last went, on channels that are gone is of no use.
+  for (const char* table : {"notify_waiting", "notify_groups"}) {
+    Result<store::Stmt> gone = (*db)->Prepare(std::string("DELETE FROM ") + table +
+                                              " WHERE instr(',' || ?1 || ',', ',' || channel || ',') = 0");
+    if (!gone.ok()) return gone.status();
+    gone->Bind(1, names);
+    TW_RETURN_IF_ERROR(gone->Run());
+  }
   // A repeat shows the recent curve, as the first message did (tw_sparkline).
   TW_RETURN_IF_ERROR(diagnose::RegisterSqlFunctions(**db));
   std::unique_ptr<Deliverer> d(new Deliverer(std::move(*db), std::move(channels), options));
@@ -148,6 +156,12 @@ Status Deliverer::Prepare() {
       "INSERT INTO notify_groups(channel, group_key, last_sent, last_message_id) VALUES (?1, ?2, ?3, ?4) "
       "ON CONFLICT (channel, group_key) DO UPDATE SET last_sent = excluded.last_sent, "
       "last_message_id = excluded.last_message_id"));
+  TW_RETURN_IF_ERROR(prepare(&waiting_clear_, "DELETE FROM notify_waiting WHERE channel = ?1"));
+  TW_RETURN_IF_ERROR(prepare(&waiting_put_,
+      "INSERT OR REPLACE INTO notify_waiting(channel, group_key, messages, oldest, due) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  // A group's last send matters for group_interval after it (and its leftovers go at once).
+  TW_RETURN_IF_ERROR(prepare(&groups_expire_,
+      "DELETE FROM notify_groups WHERE channel = ?1 AND last_sent < ?2"));
   // Per firing finding: its last message sent on the channel, unless one is waiting there.
   TW_RETURN_IF_ERROR(prepare(&firing_,
       "SELECT f.finding_id, o.message_id, o.sent_at, o.event, "
@@ -252,6 +266,7 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
   // overtakes its firing. (After a failed attempt the channel waits for its retry, and a
   // finding's messages share its group, so this holds by construction; this makes sure.)
   std::set<int64_t> blocked;  // findings with an earlier message not sent in this pass
+  std::vector<Waiting> waiting;  // groups that wait for group_wait or group_interval
   int sends = 0;
   for (Unit& u : units) {
     if (!u.frozen)
@@ -288,9 +303,15 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
         if (*urgent) due = now;
       }
     }
+    const double group_due = due;
     due = std::max(due, next_allowed_[c.name]);
     if (due > now || sends >= options_.max_per_channel_per_run) {
       next_due_ = std::min(next_due_, std::max(due, now));
+      if (!u.frozen && grouping.mode != Grouping::Mode::kNone && group_due > now) {
+        Waiting w{u.group, static_cast<int64_t>(u.rows.size()), INFINITY, due};
+        for (const Row* r : u.rows) w.oldest = std::min(w.oldest, r->created);
+        waiting.push_back(std::move(w));
+      }
       for (const Row* r : u.rows)
         if (r->finding) blocked.insert(r->finding);
       continue;
@@ -304,7 +325,30 @@ Status Deliverer::RunChannel(Channel& ch, double now, std::vector<Attempt>* out)
       next_due_ = std::min(next_due_, out->back().next_attempt);
     }
   }
-  return FlushOutcomes();
+  TW_RETURN_IF_ERROR(FlushOutcomes());
+  if (grouping.mode == Grouping::Mode::kNone) return Status::Ok();
+  TW_RETURN_IF_ERROR(RecordWaiting(c.name, std::move(waiting)));
+  if (now < next_groups_expiry_[c.name]) return Status::Ok();
+  next_groups_expiry_[c.name] = now + 3600;
+  groups_expire_.Bind(1, c.name).Bind(2, now - grouping.interval - 3600);
+  return groups_expire_.Run();
+}
+
+// For `trainwatch status`: written when it changed, so an idle daemon writes nothing.
+Status Deliverer::RecordWaiting(const std::string& channel, std::vector<Waiting> waiting) {
+  auto [it, added] = waiting_.try_emplace(channel);
+  if (!added && it->second == waiting) return Status::Ok();
+  TW_RETURN_IF_ERROR(InTransaction(*db_, [&]() -> Status {
+    waiting_clear_.Bind(1, channel);
+    TW_RETURN_IF_ERROR(waiting_clear_.Run());
+    for (const Waiting& w : waiting) {
+      waiting_put_.Bind(1, channel).Bind(2, w.group).Bind(3, w.messages).Bind(4, w.oldest).Bind(5, w.due);
+      TW_RETURN_IF_ERROR(waiting_put_.Run());
+    }
+    return Status::Ok();
+  }));
+  it->second = std::move(waiting);
+  return Status::Ok();
 }
 
 // Critical means now: a NaN burning GPU hours must not wait group_wait. A group holding a

@@ -93,6 +93,14 @@ class Deliverer {
   Status Mark(int64_t id, const std::string& state, int64_t attempts, double next,
               const SendResult& res, double now);
   Status FlushOutcomes();
+  // A group whose messages wait for group_wait or group_interval (notify_waiting).
+  struct Waiting {
+    std::string group;
+    int64_t messages = 0;
+    double oldest = 0, due = 0;
+    bool operator==(const Waiting&) const = default;
+  };
+  Status RecordWaiting(const std::string& channel, std::vector<Waiting> waiting);
 
   std::unique_ptr<store::Db> db_;
   store::Stmt pending_;     // a channel's pending messages, oldest first (without payloads)
@@ -104,6 +112,8 @@ class Deliverer {
   store::Stmt critical_sent_;  // whether a group sent a critical change since a time
   store::Stmt firing_;      // repeats: firing findings and their last message sent on a channel
   store::Stmt repeat_;      // queues a repeat
+  store::Stmt waiting_clear_, waiting_put_;  // notify_waiting
+  store::Stmt groups_expire_;  // forgets groups' sends older than their interval (and an hour)
   std::vector<std::unique_ptr<Channel>> channels_;
   DeliveryOptions options_;
   std::mt19937_64 rng_;
@@ -111,6 +121,8 @@ class Deliverer {
   double next_due_ = 0;
   double next_repeat_check_ = 0;  // when repeats are next looked for (0: at once)
   bool repeats_changed_ = false;  // a message went out on a channel that repeats
+  std::map<std::string, std::vector<Waiting>> waiting_;  // channel -> as last written
+  std::map<std::string, double> next_groups_expiry_;     // channel -> when to expire groups next
   // Sends whose outcomes are not marked in the outbox yet (FlushOutcomes).
   struct Outcome {
     std::string channel;

@@ -95,4 +95,18 @@ Result<std::vector<OutboxCounts>> CountOutbox(store::Db& db) {
   return out;
 }
 
+Result<std::vector<WaitingGroup>> ListWaiting(store::Db& db) {
+  Result<store::Stmt> q = db.Prepare(
+      "SELECT channel, group_key, messages, oldest, due FROM notify_waiting ORDER BY channel, due, group_key");
+  if (!q.ok()) return std::vector<WaitingGroup>{};  // a store from before notify_waiting
+  std::vector<WaitingGroup> out;
+  for (;;) {
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back({q->Text(0), q->Text(1), q->Int(2), q->Real(3), q->Real(4)});
+  }
+  return out;
+}
+
 }  // namespace tw::notify

@@ -38,4 +38,14 @@ struct OutboxCounts {
 // Per channel, for `trainwatch status`.
 Result<std::vector<OutboxCounts>> CountOutbox(store::Db& db);
 
+// A group whose messages wait for group_wait or group_interval (notify_waiting, as the
+// delivery thread last wrote it), for `trainwatch status`.
+struct WaitingGroup {
+  std::string channel, group;  // group: {"run":"exp/a"} or "digest"
+  int64_t messages = 0;
+  double oldest = 0, due = 0;  // unix seconds
+};
+// Every channel's, by channel and due time. A store older than version 13: none.
+Result<std::vector<WaitingGroup>> ListWaiting(store::Db& db);
+
 }  // namespace tw::notify
