@@ -454,6 +454,28 @@ TEST_F(NotifyDelivery, TheOutcomesOfConsecutiveSendsAreMarkedTogether) {
   }
 }
 
+// Without grouping a pass reads only the messages it may send (max_per_channel_per_run), in
+// queue order, and is due again at once while more wait.
+TEST_F(NotifyDelivery, AnUngroupedPassReadsWhatItSendsAndIsDueAgainWhileMoreWait) {
+  const std::vector<ChannelConfig> chans = {Channel("webhook")};
+  for (int i = 1; i <= 7; ++i) Queue(chans, i);
+  DeliveryOptions o;
+  o.max_per_channel_per_run = 3;
+  auto d = Open(chans, o);
+  std::vector<int64_t> sent;
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<Attempt> a = Run(*d, 1000 + pass);
+    ASSERT_EQ(a.size(), pass < 2 ? 3u : 1u);
+    for (const Attempt& x : a) sent.push_back(x.message_id);
+    if (pass < 2) {
+      EXPECT_DOUBLE_EQ(d->next_due(), 1000 + pass) << "more were waiting";
+    }
+  }
+  EXPECT_EQ(sent, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_TRUE(std::isinf(d->next_due()));
+  EXPECT_EQ(Count("state = 'sent' AND attempts = 1"), 7);
+}
+
 TEST_F(NotifyDelivery, MessagesOfARemovedChannelAreDeadNotLost) {
   Queue({Channel("webhook", "old")}, 1);
   auto d = Open({Channel("webhook", "new")});
@@ -1055,6 +1077,37 @@ TEST_F(NotifyGroup, ASendCutOffByACrashGoesFirstEvenAfterARegrouping) {
   EXPECT_EQ(group.at("group").at("labels").at("rule"), "rule_x");
   EXPECT_EQ(group.at("notifications").at(1).at("type"), "finding.resolved");
   EXPECT_EQ(group.at("notifications").at(1).at("finding").at("id"), 2);
+}
+
+// A channel that grouped is reloaded without grouping while two group sends, cut off by a
+// crash, wait to go again: each still goes whole under its key, though its messages lie
+// beyond what an ungrouped pass reads.
+TEST_F(NotifyGroup, ASendCutOffByACrashGoesWholeAfterAReloadWithoutGrouping) {
+  ChannelConfig c = Grouped("webhook");
+  c.group_by = {"run"};
+  Queue({c}, 1, 1000, About(1, "exp/a", "rule_a"));
+  Queue({c}, 2, 1000, About(2, "exp/b", "rule_a"));
+  Queue({c}, 3, 1000, About(3, "exp/b", "rule_b"));
+  Queue({c}, 4, 1000, About(4, "exp/a", "rule_b"));
+  {
+    auto d = Open({c});
+    ASSERT_EQ(Run(*d, 1030).size(), 2u);
+  }
+  ASSERT_TRUE(store_->db().Exec("UPDATE outbox SET state = 'pending', attempts = 0, sent_at = NULL; "
+                                "DELETE FROM notify_groups").ok());
+  c.group_by.clear();
+  DeliveryOptions o;
+  o.max_per_channel_per_run = 2;  // an ungrouped pass would read messages 1 and 2 alone
+  auto d = Open({c}, o);
+  std::vector<Attempt> a = Run(*d, 1041);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].message_ids, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(a[1].message_ids, (std::vector<int64_t>{2, 3}));
+  const std::vector<testing::RecordedRequest> reqs = server_.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  for (size_t i : {0u, 2u}) EXPECT_EQ(reqs[i].headers.at("webhook-id"), "tw-group-1-4-ch");
+  for (size_t i : {1u, 3u}) EXPECT_EQ(reqs[i].headers.at("webhook-id"), "tw-group-2-3-ch");
+  EXPECT_EQ(Count("state = 'sent'"), 4);
 }
 
 }  // namespace

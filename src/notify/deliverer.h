@@ -44,7 +44,9 @@ struct DeliveryOptions {
   uint64_t seed = 0;    // 0: from the clock
   int max_per_channel_per_run = 100;  // bounds one RunOnce, so Stop() is heard
   int max_batch = 100;                // messages in one group send; the rest follow at once
-  int max_scan = 5000;                // pending messages read per channel per RunOnce
+  // Pending messages read per channel per RunOnce; an ungrouped channel reads only
+  // max_per_channel_per_run (each is its own send, in order), unless a frozen send is among them.
+  int max_scan = 5000;
   double repeat_check_seconds = 60;   // a silenced finding's repeat is looked at again after this
   // Outcomes are marked in the outbox together, one transaction for up to this many sends or
   // this long, and always before RunOnce returns: what a crash can send twice (once more,

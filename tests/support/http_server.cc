@@ -56,6 +56,7 @@ struct HttpServer::Impl {
   mutable std::condition_variable cv;
   std::deque<Reply> script;
   Reply fallback;
+  HttpServer::Responder responder;
   std::vector<RecordedRequest> requests;
 
   Impl(bool use_tls, const std::string& san, const std::string& cn) {
@@ -149,8 +150,11 @@ struct HttpServer::Impl {
       r.headers.emplace(Lower(std::string(field.name_string())), std::string(field.value()));
     r.time = SteadySeconds();
     std::lock_guard lock(mu);
+    std::optional<Reply> chosen;
+    if (responder) chosen = responder(r);
     requests.push_back(std::move(r));
     cv.notify_all();
+    if (chosen) return std::move(*chosen);
     if (script.empty()) return fallback;
     Reply next = std::move(script.front());
     script.pop_front();
@@ -183,6 +187,11 @@ void HttpServer::Script(std::vector<Reply> replies) {
 void HttpServer::SetDefault(Reply r) {
   std::lock_guard lock(impl_->mu);
   impl_->fallback = std::move(r);
+}
+
+void HttpServer::SetResponder(Responder f) {
+  std::lock_guard lock(impl_->mu);
+  impl_->responder = std::move(f);
 }
 
 std::vector<RecordedRequest> HttpServer::requests() const {

@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +48,10 @@ class HttpServer {
   std::string url(const std::string& target = "/hook") const;  // http(s)://127.0.0.1:PORT/target
   void Script(std::vector<Reply> replies);  // used in order, one per request; then the default
   void SetDefault(Reply r);                 // default: 200 "ok"
+  // Asked first, for every request (on the server's thread, under its lock: it must not call
+  // back into the server): a reply, or nullopt for the script's or the default. {} to remove.
+  using Responder = std::function<std::optional<Reply>(const RecordedRequest&)>;
+  void SetResponder(Responder f);
   std::vector<RecordedRequest> requests() const;                 // thread-safe copy
   bool WaitForRequests(size_t n, double timeout_seconds) const;  // true once n recorded
   const std::string& ca_file() const;  // TLS: PEM path of the self-signed cert; "" without TLS
