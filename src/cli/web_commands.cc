@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "store/store.h"
+#include "web/access.h"
 #include "web/server.h"
 
 namespace tw::cli {
@@ -61,6 +62,10 @@ int CmdWeb(const Args& args) {
       return 1;
     }
     if (options.token.back() == '\r') options.token.pop_back();
+  }
+  if (Status s = web::CheckListen(options.address, options.token); !s.ok()) {
+    std::cerr << "trainwatch: " << s.message() << "\n";
+    return 2;
   }
   // The store must be ours and readable before anyone is told where to look.
   Result<std::unique_ptr<store::Db>> db = store::OpenReadOnly(options.db_path);

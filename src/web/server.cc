@@ -218,6 +218,9 @@ void WebServer::Stop() {
     boost::system::error_code ignored;
     impl->acceptor.close(ignored);
   });
+  // Queued requests are dropped (their connections close); running ones end at their next
+  // progress check.
+  impl_->workers->stop();
   impl_->workers->join();
   impl_->io.stop();
   if (impl_->io_thread.joinable()) impl_->io_thread.join();
