@@ -26,6 +26,7 @@ commands:
   profiles the console-log profiles, and what they read in a log (--test FILE)
   notify   `notify test`: send a sample finding to each channel, print the answers
   silence  add, list or expire silences (no notifications for matching findings)
+  web      serve a read-only JSON view of a store over HTTP (docs/web.md)
   help     this text
 
 `trainwatch COMMAND --help` explains each command.
@@ -53,6 +54,7 @@ int Main(int argc, char** argv) {
     if (cmd == "notify") return CmdNotify(rest);
     if (cmd == "silence") return CmdSilence(rest);
     if (cmd == "profiles") return CmdProfiles(rest);
+    if (cmd == "web") return CmdWeb(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kHelp;
       return 0;

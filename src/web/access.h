@@ -1,0 +1,37 @@
+// Who may read the web view: loopback is open when no token is configured; a token, when
+// configured, is required everywhere (Authorization: Bearer, the tw_token cookie, or a
+// ?token= link that sets the cookie). Pure functions, any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace tw::web {
+
+inline constexpr const char* kCookieName = "tw_token";
+
+// Whether `address` ("127.0.0.1", "::1", "localhost", ...) is a loopback address.
+bool IsLoopback(std::string_view address);
+// Whether the server may listen on `address` with `token` (empty: none), and whether the
+// token can travel in a cookie (printable ASCII, no separators).
+Status CheckListen(std::string_view address, std::string_view token);
+
+// Equal without an early exit, so the time taken says nothing about where they differ.
+bool TokensEqual(std::string_view a, std::string_view b);
+
+struct AccessRequest {
+  std::string_view authorization;  // the Authorization header
+  std::string_view cookie;         // the Cookie header
+  std::string_view query_token;    // ?token=, decoded
+  std::string_view host;           // the Host header
+};
+enum class Access { kAllowed, kAllowedSetCookie, kUnauthorized, kBadHost };
+// With no token configured, the Host header must name loopback too: a page elsewhere cannot
+// read the API through a DNS name rebound to 127.0.0.1.
+Access Check(std::string_view token, const AccessRequest& r);
+// The Set-Cookie value that remembers `token`.
+std::string TokenCookie(std::string_view token);
+
+}  // namespace tw::web
