@@ -90,6 +90,37 @@ verbose = true
 
 // [roles] takes every role a run's series can hold: those the default patterns name, those only
 // inference assigns (a GAN's players: gan_loss), and ignore; an unknown one is an error.
+TEST_F(Config, WebListensOnLoopbackOrWithATokenOnly) {
+  Result<app::Config> c = Load("[web]\nlisten = \"127.0.0.1:8421\"\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->web_listen, "127.0.0.1:8421");
+  EXPECT_TRUE(c->web_token.empty());
+  std::string e = LoadError("[web]\nlisten = \"0.0.0.0:8421\"\n");
+  EXPECT_NE(e.find(path_ + ":2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("token"), std::string::npos) << e;
+  e = LoadError("[web]\nlisten = \"8421\"\n");
+  EXPECT_NE(e.find(path_ + ":2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("ADDRESS:PORT"), std::string::npos) << e;
+  e = LoadError("[web]\nlisten = \"127.0.0.1:8421\"\nport = 1\n");
+  EXPECT_NE(e.find("port"), std::string::npos) << e;
+  // A token in the file: only in a file its owner alone can read; or from the environment.
+  WriteFile(path_, "[web]\nlisten = \"0.0.0.0:8421\"\ntoken = \"s3cret-token\"\n");
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  c = app::LoadConfigFile(path_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("readable by group or others"), std::string::npos) << c.status().message();
+  EXPECT_EQ(c.status().message().find("s3cret-token"), std::string::npos);
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write);
+  c = app::LoadConfigFile(path_);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->web_token, "s3cret-token");
+  ::setenv("TW_TEST_WEB_TOKEN", "from-env", 1);
+  c = Load("[web]\nlisten = \"0.0.0.0:8421\"\ntoken_env = \"TW_TEST_WEB_TOKEN\"\n");
+  ::unsetenv("TW_TEST_WEB_TOKEN");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->web_token, "from-env");
+}
+
 TEST_F(Config, RolesTakesEveryRoleARunCanHold) {
   Result<app::Config> c = Load("[roles]\ngan_loss = [\"D_loss\", \"G_loss\"]\nval_metric = [\"eval/bleu\"]\n"
                                "ignore = [\"debug/*\"]\n");

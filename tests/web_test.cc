@@ -16,6 +16,7 @@
 
 #include "ingest/ingest.h"
 #include "store/store.h"
+#include "support/daemon_process.h"
 #include "support/event_writer.h"
 #include "support/test_env.h"
 #include "web/downsample.h"
@@ -361,6 +362,41 @@ TEST_F(WebTest, ARequestPastItsTimeLimitAnswers503) {
   const Reply r = Get(port(), target);
   EXPECT_EQ(r.status, 503u) << r.body;
   EXPECT_NE(r.body.find("time limit"), std::string::npos) << r.body;
+}
+
+// The daemon serves the web view beside its work (--web, or [web] listen), on its own store,
+// with the findings it made.
+TEST(WebDaemon, TheDaemonServesItsStoreAndFindingsAtWeb) {
+  TempDir dir;
+  WriteRun(dir / "logs/diverged", {{"loss", [](int64_t s) { return s < 50 ? 1.0f : NAN; }}}, 100);
+  testing::DaemonProcess d({"--logdir", dir / "logs", "--db", dir / "tw.db", "--rescan-interval", "1",
+                            "--web", "127.0.0.1:0"},
+                           dir / "daemon.log");
+  const std::string said = "web view: http://127.0.0.1:";
+  ASSERT_TRUE(d.WaitForLog(said, std::chrono::seconds(10))) << d.Log();
+  const std::string log = d.Log();
+  const uint16_t port = static_cast<uint16_t>(std::stoi(log.substr(log.find(said) + said.size())));
+  bool killed = false;
+  for (int i = 0; i < 200 && !killed; ++i) {  // until diagnosis has judged the run
+    const json::value runs = Get(port, "/api/runs").Json();
+    for (const auto& r : runs.at("runs").as_array())
+      if (r.at("name") == "diverged" && r.at("verdict") == "kill") killed = true;
+    if (!killed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(killed) << d.Log();
+  const json::value findings = Get(port, "/api/findings").Json();
+  EXPECT_NE(json::serialize(findings).find("non_finite_loss"), std::string::npos) << json::serialize(findings);
+  ASSERT_EQ(d.Stop(std::chrono::seconds(10)), std::optional<int>(0)) << d.Log();
+}
+
+TEST(WebDaemon, BeyondLoopbackWithoutATokenTheDaemonRefusesToStart) {
+  TempDir dir;
+  testing::DaemonProcess d({"--logdir", dir / "logs", "--db", dir / "tw.db", "--web", "0.0.0.0:0"},
+                           dir / "daemon.log");
+  const std::optional<int> status = d.Wait(std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value()) << d.Log();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 78) << d.Log();
+  EXPECT_NE(d.Log().find("token"), std::string::npos) << d.Log();
 }
 
 }  // namespace

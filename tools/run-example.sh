@@ -30,8 +30,10 @@ show() {
 stop() { kill "$live" 2>/dev/null || true; [ -n "${daemon:-}" ] && kill -TERM "$daemon" 2>/dev/null || true; }
 trap stop INT TERM EXIT
 
-echo "== trainwatch daemon --logdir $logdir --db $db   (Ctrl-C to stop)"
-$tw daemon --logdir "$logdir" --db "$db" --rescan-interval 5 &
+web=${TRAINWATCH_WEB:-127.0.0.1:8421}
+echo "== trainwatch daemon --logdir $logdir --db $db --web $web   (Ctrl-C to stop)"
+echo "== the web view's JSON API (docs/web.md): http://$web/api/runs"
+$tw daemon --logdir "$logdir" --db "$db" --rescan-interval 5 --web "$web" &
 daemon=$!
 if [ "$seconds" -gt 0 ]; then
   sleep "$(( seconds / 2 ))"; show

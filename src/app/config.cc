@@ -18,6 +18,7 @@
 
 #include "base/toml_guard.h"
 #include "base/file_io.h"
+#include "web/access.h"
 #include "notify/channel_types.h"
 #include "notify/email_channel.h"
 
@@ -389,6 +390,30 @@ Status LoadGroupingKeys(const std::string& path, const Section& cs, double max_a
   return Status::Ok();
 }
 
+// [web]: listen ("127.0.0.1:8421"; absent: no web view) and the token (token, token_env or
+// token_credential), which any address beyond loopback requires (docs/web.md).
+Status LoadWebSection(const std::string& path, const toml::table& t, Config* c) {
+  Section w(path, "web", t);
+  TW_RETURN_IF_ERROR(w.CheckKeys({"listen", "token", "token_env", "token_credential"}));
+  TW_RETURN_IF_ERROR(w.Get("listen", "a string (ADDRESS:PORT, like 127.0.0.1:8421)", &c->web_listen));
+  bool literal = false;
+  TW_RETURN_IF_ERROR(GetSecret(path, "[web]", w, "token", &c->web_token, &literal));
+  if (const toml::node* n = w.node("listen")) {
+    std::string address;
+    uint16_t port = 0;
+    if (!web::ParseListen(c->web_listen, &address, &port))
+      return InvalidArgument(Where(path, n->source()) + "[web] listen must be ADDRESS:PORT (127.0.0.1:8421, [::1]:8421)");
+    if (Status st = web::CheckListen(address, c->web_token); !st.ok())
+      return InvalidArgument(Where(path, n->source()) + "[web] " + st.message());
+  }
+  // A token written in the file is only as safe as the file.
+  struct stat st {};
+  if (literal && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    return InvalidArgument(path + ": holds the [web] token but is readable by group or others; chmod 600 it, "
+                           "or use token_env / token_credential");
+  return Status::Ok();
+}
+
 // [notify]: max_age_hours. [[notify.channel]]: one table per channel (docs/notifications.md).
 Status LoadNotifySection(const std::string& path, const fs::path& base, const toml::table& root, Config* c) {
   const toml::node* n = root.get("notify");
@@ -543,7 +568,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
     return n->as_table();
   };
   Section top(path, "top level", root);
-  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console"}));
+  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -596,6 +621,9 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   TW_RETURN_IF_ERROR(l.Get("verbose", "true or false", &c.verbose));
   TW_RETURN_IF_ERROR(LoadRulesSection(path, base, root, &c));
   TW_RETURN_IF_ERROR(LoadNotifySection(path, base, root, &c));
+  Result<const toml::table*> webt = table("web");
+  if (!webt.ok()) return webt.status();
+  TW_RETURN_IF_ERROR(LoadWebSection(path, **webt, &c));
   return c;
 }
 

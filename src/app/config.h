@@ -62,6 +62,9 @@ struct Config {
   // Notifications ([notify] and [[notify.channel]]): none configured means the console.
   std::vector<notify::ChannelConfig> channels;
   double notify_max_age_seconds = 24 * 3600;  // undelivered after this: dead
+  // The web view ([web], docs/web.md): where it listens ("": not served) and its token.
+  std::string web_listen;
+  std::string web_token;  // a secret
 
   bool operator==(const Config&) const = default;
 };

@@ -22,6 +22,8 @@
 #include "app/work_queue.h"
 #include "base/log.h"
 #include "store/store.h"
+#include "web/access.h"
+#include "web/server.h"
 #include "watch/inotify_watcher.h"
 #include "watch/snapshot.h"
 
@@ -51,6 +53,14 @@ Result<Config> BuildConfig(const DaemonArgs& args) {
       {args.slack_webhooks, args.slack_webhook_files, args.webhooks, args.webhook_files}, &c));
   if (args.no_inotify) c.inotify = false;
   if (args.verbose) c.verbose = true;
+  if (args.web_listen) {
+    std::string address;
+    uint16_t port = 0;
+    if (!web::ParseListen(*args.web_listen, &address, &port))
+      return InvalidArgument("--web must be ADDRESS:PORT (127.0.0.1:8421, [::1]:8421)");
+    TW_RETURN_IF_ERROR(web::CheckListen(address, c.web_token));
+    c.web_listen = *args.web_listen;
+  }
   std::sort(c.roots.begin(), c.roots.end());
   c.roots.erase(std::unique(c.roots.begin(), c.roots.end()), c.roots.end());
   TW_RETURN_IF_ERROR(Validate(&c));
@@ -129,6 +139,7 @@ class Daemon {
     writer_ = std::thread([this] { worker_.Run(); });
     diagnoser_.Start();
     notifier_thread_.Start();
+    StartWeb();
 
     if (cfg_.inotify) StartInotify();
     Rescan();  // the initial scan: every known file resumes from its committed offset
@@ -141,6 +152,7 @@ class Daemon {
 
     // Stopped: let the writer finish its current commit, then leave. (A message being sent
     // finishes first; one still queued is sent after the restart.)
+    web_.Stop();
     diagnoser_.Stop();
     notifier_thread_.Stop();
     worker_.RequestStop();
@@ -152,6 +164,24 @@ class Daemon {
   }
 
  private:
+  // The read-only web view, when [web] listen or --web asks for it. One that cannot listen
+  // (the port taken) is logged and left off: the doctor's own work goes on. Not reloaded.
+  void StartWeb() {
+    if (cfg_.web_listen.empty()) return;
+    web::WebOptions o;
+    web::ParseListen(cfg_.web_listen, &o.address, &o.port);  // checked by the config
+    o.db_path = cfg_.db_path;
+    o.token = cfg_.web_token;
+    const std::string address = o.address;
+    if (Status st = web_.Start(std::move(o)); !st.ok()) {
+      log::Error("web view: " + st.message() + "; not serving it");
+      return;
+    }
+    const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
+    log::Info("web view: http://" + host + ":" + std::to_string(web_.port()) + "/api/runs" +
+              (cfg_.web_token.empty() ? "" : " (token required)"));
+  }
+
   static ingest::IngestOptions IngestOptions(const Config& c) {
     ingest::IngestOptions o;
     o.batch_points = c.batch_points;
@@ -425,6 +455,7 @@ class Daemon {
   IngestWorker worker_;
   DiagnoseWorker diagnoser_;  // its own thread: rules, findings
   NotifyWorker notifier_thread_;  // its own thread: the outbox's deliveries
+  web::WebServer web_;            // its own threads: the read-only web view
   std::thread writer_;
   std::unique_ptr<watch::InotifyWatcher> watcher_;
   watch::Snapshot snapshot_;

@@ -30,6 +30,7 @@ struct DaemonArgs {
   std::vector<std::string> slack_webhooks;  // --slack-webhook URL: a Slack channel each
   std::vector<std::string> webhooks;        // --webhook URL: a generic JSON webhook each
   std::vector<std::string> slack_webhook_files, webhook_files;  // the same, the URL in a file
+  std::optional<std::string> web_listen;  // --web ADDRESS:PORT, overrides [web] listen
 };
 
 // The effective configuration: the file (if any), then the flags on top; validated.

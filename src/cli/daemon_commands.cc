@@ -44,6 +44,8 @@ options:
   --slack-webhook-file F  the same, the URL read from file F (mode 600; re-read on SIGHUP)
   --webhook URL           also POST findings as JSON (payload version 1) to this URL (repeatable)
   --webhook-file F        the same, the URL read from file F (mode 600; re-read on SIGHUP)
+  --web ADDRESS:PORT      serve the read-only web view (docs/web.md) there, e.g. 127.0.0.1:8421;
+                          beyond loopback only with [web] token in the config
   --verbose               debug logging
   --help                  this text
 
@@ -134,7 +136,7 @@ std::string Ago(const std::string& unix_seconds) {
 
 int CmdDaemon(const Args& args) {
   Flags f(args, {"config", "logdir", "db", "rescan-interval", "slack-webhook", "webhook",
-                 "slack-webhook-file", "webhook-file"},
+                 "slack-webhook-file", "webhook-file", "web"},
           {"no-inotify", "verbose", "help"});
   if (f.Has("help")) return Usage(kDaemonHelp);
   if (!f.error().empty()) return Usage(kDaemonHelp, f.error());
@@ -157,6 +159,7 @@ int CmdDaemon(const Args& args) {
   a.webhooks = f.GetAll("webhook");
   a.slack_webhook_files = f.GetAll("slack-webhook-file");
   a.webhook_files = f.GetAll("webhook-file");
+  if (auto w = f.Get("web")) a.web_listen = *w;
   return app::RunDaemon(a);
 }
 

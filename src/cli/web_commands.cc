@@ -27,20 +27,6 @@ It reads through read-only connections and never blocks the daemon writing the s
   --token-file F    the token from a file (its first line), kept out of the process list
 )";
 
-// "127.0.0.1:8421", "[::1]:8421", "0.0.0.0:80" -> address and port.
-bool ParseListen(const std::string& s, std::string* address, uint16_t* port) {
-  const size_t colon = s.rfind(':');
-  if (colon == std::string::npos) return false;
-  std::string host = s.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  const std::string p = s.substr(colon + 1);
-  if (host.empty() || p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) return false;
-  const int n = std::stoi(p);
-  if (n > 65535) return false;
-  *address = host;
-  *port = static_cast<uint16_t>(n);
-  return true;
-}
 
 }  // namespace
 
@@ -52,7 +38,7 @@ int CmdWeb(const Args& args) {
   if (f.Has("token") && f.Has("token-file")) return Usage(kWebHelp, "give --token or --token-file, not both");
   web::WebOptions options;
   options.db_path = *f.Get("db");
-  if (!ParseListen(f.Get("listen").value_or("127.0.0.1:8421"), &options.address, &options.port))
+  if (!web::ParseListen(f.Get("listen").value_or("127.0.0.1:8421"), &options.address, &options.port))
     return Usage(kWebHelp, "--listen needs ADDR:PORT, got '" + *f.Get("listen") + "'");
   if (f.Has("token")) options.token = *f.Get("token");
   if (f.Has("token-file")) {

@@ -79,4 +79,19 @@ std::string TokenCookie(std::string_view token) {
   return std::string(kCookieName) + "=" + std::string(token) + "; Path=/; HttpOnly; SameSite=Strict";
 }
 
+// "127.0.0.1:8421", "[::1]:8421", "0.0.0.0:80" -> address and port.
+bool ParseListen(const std::string& s, std::string* address, uint16_t* port) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = s.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const std::string p = s.substr(colon + 1);
+  if (host.empty() || p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) return false;
+  const int n = std::stoi(p);
+  if (n > 65535) return false;
+  *address = host;
+  *port = static_cast<uint16_t>(n);
+  return true;
+}
+
 }  // namespace tw::web

@@ -3,6 +3,7 @@
 // ?token= link that sets the cookie). Pure functions, any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,8 @@ bool IsLoopback(std::string_view address);
 // Whether the server may listen on `address` with `token` (empty: none), and whether the
 // token can travel in a cookie (printable ASCII, no separators).
 Status CheckListen(std::string_view address, std::string_view token);
+// "127.0.0.1:8421", "[::1]:8421", "0.0.0.0:80" -> address and port (0: any free one).
+bool ParseListen(const std::string& text, std::string* address, uint16_t* port);
 
 // Equal without an early exit, so the time taken says nothing about where they differ.
 bool TokensEqual(std::string_view a, std::string_view b);
