@@ -476,6 +476,19 @@ TEST_F(NotifyDelivery, AnUngroupedPassReadsWhatItSendsAndIsDueAgainWhileMoreWait
   EXPECT_EQ(Count("state = 'sent' AND attempts = 1"), 7);
 }
 
+TEST_F(NotifyDelivery, AWebhookReceivesThePayloadAsItWasQueued) {
+  const std::vector<ChannelConfig> chans = {Channel("webhook")};
+  Queue(chans, 1);
+  // What was queued goes, byte for byte (not a second rendering of it): a member this version
+  // does not write arrives too.
+  ASSERT_TRUE(store_->db().Exec("UPDATE outbox SET payload = json_insert(payload, '$.queued_as', 'is')").ok());
+  const std::string queued = testing::QueryRows(db_path_, "SELECT payload FROM outbox").value().at(0);
+  auto d = Open(chans);
+  ASSERT_EQ(Run(*d, 1000).size(), 1u);
+  ASSERT_EQ(server_.requests().size(), 1u);
+  EXPECT_EQ(server_.requests()[0].body, queued);
+}
+
 TEST_F(NotifyDelivery, MessagesOfARemovedChannelAreDeadNotLost) {
   Queue({Channel("webhook", "old")}, 1);
   auto d = Open({Channel("webhook", "new")});

@@ -46,7 +46,7 @@ class WebhookChannel : public Channel {
  public:
   WebhookChannel(ChannelConfig c, Url url) : Channel(std::move(c)), url_(std::move(url)) {}
   SendResult DoSend(const Notification& n, const std::string& message_id, double now) override {
-    return Post(ToPayload(n), message_id, now);
+    return Post(n.payload.empty() ? ToPayload(n) : n.payload, message_id, now);
   }
   SendResult DoSendGroup(const Group& g, const std::string& message_id, double now) override {
     return Post(GroupPayload(g, config().name, now), message_id, now);

@@ -80,6 +80,7 @@ Result<Notification> FromPayload(std::string_view text) {
   const json::value* e = f.if_contains("evidence");
   n.evidence = e ? json::serialize(*e) : "{}";
   n.first_seen = Num(f, "first_seen");
+  n.payload = std::string(text);
   return n;
 }
 

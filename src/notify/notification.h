@@ -23,6 +23,9 @@ struct Notification {
   std::string evidence = "{}";  // JSON object
   double first_seen = 0;
   std::string sparkline;  // the recent curve, as block characters (may be empty)
+  // The payload it was read from (FromPayload), which webhooks receive as it was queued
+  // instead of a second rendering of it; "" for a notification made here.
+  std::string payload;
 
   diagnose::Severity level() const;  // warning when `severity` is unreadable
 };
