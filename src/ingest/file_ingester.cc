@@ -96,7 +96,6 @@ Status FileIngester::FinishConsole(RunState& run, Batch& b) {
 
 
 namespace {
-int SeriesSlot(Kind kind) { return kind == Kind::kScalar ? 0 : kind == Kind::kHistogram ? 1 : 2; }
 }  // namespace
 
 Status RunState::Load() {
@@ -112,7 +111,7 @@ Status RunState::Load() {
     const Kind kind = s.kind == "scalar" ? Kind::kScalar
                       : s.kind == "histogram" ? Kind::kHistogram
                                               : Kind::kText;
-    t.series[SeriesSlot(kind)] = s.series_id;
+    t.series[RunState::SeriesSlot(kind)] = s.series_id;
     if (s.max_step && (!t.has_step || *s.max_step > t.max_step)) {
       t.has_step = true;
       t.max_step = *s.max_step;
@@ -581,7 +580,7 @@ Status FileIngester::Restart(RunState& run, Batch& b, int64_t step, double wall,
 
 Result<int64_t> FileIngester::SeriesFor(RunState& run, RunState::Tag& tag, std::string_view name,
                                         Kind kind) {
-  int64_t& id = tag.series[SeriesSlot(kind)];
+  int64_t& id = tag.series[RunState::SeriesSlot(kind)];
   if (id == 0) {
     Result<int64_t> made = store_.EnsureSeries(run.run_id(), name, decode::KindName(kind),
                                                tag.plugin.plugin_name, tag.plugin.data_class);

@@ -114,7 +114,7 @@ class RunState {
   struct Tag {
     decode::TagPlugin plugin;
     bool plugin_known = false;
-    int64_t series[3] = {0, 0, 0};  // scalar, histogram, text
+    int64_t series[3] = {0, 0, 0};  // scalar, histogram, text: SeriesSlot(kind)
     bool has_step = false;
     int64_t max_step = 0;           // highest step among live (not superseded) points
     double max_step_wall = 0;       // when that point was logged
@@ -130,6 +130,9 @@ class RunState {
       has_step = true;
     }
   };
+  static int SeriesSlot(decode::Kind kind) {
+    return kind == decode::Kind::kScalar ? 0 : kind == decode::Kind::kHistogram ? 1 : 2;
+  }
   Status LoadWandbResume(const std::vector<store::SeriesRow>& series);
 
   struct Hash {

@@ -21,36 +21,49 @@ RunState::Tag& PointSink::TagOf(std::string_view name) {
   return *last_tag_;
 }
 
-Status PointSink::Scalar(std::string_view name, int64_t step, double wall, double value,
-                         int64_t offset, int vidx) {
+// A point of `name`'s series of `kind`: `insert(series_id)` stores it; then its step is noted.
+template <typename Insert>
+Status PointSink::Point(std::string_view name, decode::Kind kind, int64_t step, double wall,
+                        Insert insert) {
   RunState::Tag& tag = TagOf(name);
-  Result<int64_t> series = in_.SeriesFor(run_, tag, name, decode::Kind::kScalar);
+  Result<int64_t> series = in_.SeriesFor(run_, tag, name, kind);
   if (!series.ok()) return series.status();
-  TW_RETURN_IF_ERROR(
-      in_.store_.InsertScalar(*series, step, b_.source.source_id, offset, vidx, wall, value));
-  b_.totals.CountScalar(value);
+  TW_RETURN_IF_ERROR(insert(*series));
   tag.NoteStep(step, wall);
   b_.points_since_commit++;
+  return Status::Ok();
+}
+
+Status PointSink::Scalar(std::string_view name, int64_t step, double wall, double value,
+                         int64_t offset, int vidx) {
+  TW_RETURN_IF_ERROR(Point(name, decode::Kind::kScalar, step, wall, [&](int64_t series) {
+    return in_.store_.InsertScalar(series, step, b_.source.source_id, offset, vidx, wall, value);
+  }));
+  b_.totals.CountScalar(value);
   return Status::Ok();
 }
 
 Status PointSink::Histogram(std::string_view name, int64_t step, double wall,
                             const decode::Histogram& h, int64_t offset, int vidx) {
-  RunState::Tag& tag = TagOf(name);
-  Result<int64_t> series = in_.SeriesFor(run_, tag, name, decode::Kind::kHistogram);
-  if (!series.ok()) return series.status();
-  TW_RETURN_IF_ERROR(
-      in_.store_.InsertHistogram(*series, step, b_.source.source_id, offset, vidx, wall, h));
+  TW_RETURN_IF_ERROR(Point(name, decode::Kind::kHistogram, step, wall, [&](int64_t series) {
+    return in_.store_.InsertHistogram(series, step, b_.source.source_id, offset, vidx, wall, h);
+  }));
   b_.totals.histograms++;
-  tag.NoteStep(step, wall);
-  b_.points_since_commit++;
+  return Status::Ok();
+}
+
+Status PointSink::Text(std::string_view name, int64_t step, double wall, std::string_view text,
+                       int64_t offset, int vidx) {
+  TW_RETURN_IF_ERROR(Point(name, decode::Kind::kText, step, wall, [&](int64_t series) {
+    return in_.store_.InsertText(series, step, b_.source.source_id, offset, vidx, wall, text);
+  }));
+  b_.totals.texts++;
   return Status::Ok();
 }
 
 bool PointSink::HasSeries(std::string_view name, decode::Kind kind) const {
   auto it = run_.tags_.find(name);
-  const int slot = kind == decode::Kind::kScalar ? 0 : kind == decode::Kind::kHistogram ? 1 : 2;
-  return it != run_.tags_.end() && it->second.series[slot] != 0;
+  return it != run_.tags_.end() && it->second.series[RunState::SeriesSlot(kind)] != 0;
 }
 
 std::vector<std::string> PointSink::Metrics() const {
@@ -125,19 +138,6 @@ void PointSink::CountBlob(Blob kind) {
     case Blob::kOther: c.other_tensors++; break;
   }
   b_.totals.blobs++;
-}
-
-Status PointSink::Text(std::string_view name, int64_t step, double wall, std::string_view text,
-                       int64_t offset, int vidx) {
-  RunState::Tag& tag = TagOf(name);
-  Result<int64_t> series = in_.SeriesFor(run_, tag, name, decode::Kind::kText);
-  if (!series.ok()) return series.status();
-  TW_RETURN_IF_ERROR(
-      in_.store_.InsertText(*series, step, b_.source.source_id, offset, vidx, wall, text));
-  b_.totals.texts++;
-  tag.NoteStep(step, wall);
-  b_.points_since_commit++;
-  return Status::Ok();
 }
 
 const decode::TagPlugin* PointSink::Plugin(std::string_view name) {

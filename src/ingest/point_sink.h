@@ -99,6 +99,8 @@ class PointSink {
   // is kept: a value's plugin, series and step are looked up once, not three times.
   RunState::Tag* FindTag(std::string_view name);
   RunState::Tag& TagOf(std::string_view name);
+  template <typename Insert>
+  Status Point(std::string_view name, decode::Kind kind, int64_t step, double wall, Insert insert);
   // A restart reloads the run's tags (RunState::Load): nothing found before is valid after.
   void ForgetTags() { last_tag_ = nullptr; }
 

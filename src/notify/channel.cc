@@ -76,40 +76,37 @@ std::string Snippet(const std::string& body) { return TruncateUtf8(body, 200); }
 
 }  // namespace
 
-SendResult JudgeSlack(const Result<HttpResponse>& r, double now) {
+SendResult JudgeHttp(const Result<HttpResponse>& r, double now, const HttpJudgement& how) {
   if (!r.ok()) return Failure(r.status());
   const HttpResponse& h = *r;
   SendResult s;
   s.http_status = h.status;
   s.detail = "HTTP " + std::to_string(h.status) + " " + Snippet(h.body);
-  if (h.status == 200) {
+  const bool retry_also = std::find(how.retry_also.begin(), how.retry_also.end(), h.status) != how.retry_also.end();
+  if (how.sent_only_200 ? h.status == 200 : h.status >= 200 && h.status < 300) {
     s.kind = SendResult::Kind::kSent;
-  } else if (h.status == 429 || h.status >= 500 || h.status == 408) {
+  } else if (h.status == 429 || h.status == 408 || h.status >= 500 || retry_also) {
     s.kind = SendResult::Kind::kRetry;
     s.retry_after = ParseRetryAfter(h.Header("retry-after"), now);
+    if (h.status == 429 && s.retry_after < 0) s.retry_after = how.unsaid_429_wait;
   } else {
-    // 400 invalid_payload, 403 action_prohibited, 404 channel_not_found, 410
-    // channel_is_archived...: the same message will never be accepted.
     s.kind = SendResult::Kind::kPermanent;
   }
   return s;
 }
 
+SendResult JudgeSlack(const Result<HttpResponse>& r, double now) {
+  // 400 invalid_payload, 403 action_prohibited, 404 channel_not_found, 410
+  // channel_is_archived...: the same message will never be accepted.
+  HttpJudgement how;
+  how.sent_only_200 = true;
+  return JudgeHttp(r, now, how);
+}
+
 SendResult JudgeWebhook(const Result<HttpResponse>& r, double now) {
-  if (!r.ok()) return Failure(r.status());
-  const HttpResponse& h = *r;
-  SendResult s;
-  s.http_status = h.status;
-  s.detail = "HTTP " + std::to_string(h.status) + " " + Snippet(h.body);
-  if (h.status >= 200 && h.status < 300) {
-    s.kind = SendResult::Kind::kSent;
-  } else if (h.status == 429 || h.status == 408 || h.status == 409 || h.status >= 500) {
-    s.kind = SendResult::Kind::kRetry;
-    s.retry_after = ParseRetryAfter(h.Header("retry-after"), now);
-  } else {
-    s.kind = SendResult::Kind::kPermanent;
-  }
-  return s;
+  HttpJudgement how;
+  how.retry_also = {409};  // 409: a receiver busy with the same key
+  return JudgeHttp(r, now, how);
 }
 
 Result<Url> ChannelUrl(const ChannelConfig& c) {

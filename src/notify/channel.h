@@ -104,6 +104,16 @@ std::string Destination(const ChannelConfig& c);
 // Judging answers (exposed for tests). Retry-After is seconds or an HTTP date.
 SendResult JudgeSlack(const Result<HttpResponse>& r, double now);
 SendResult JudgeWebhook(const Result<HttpResponse>& r, double now);
+// How an HTTP receiver's answer is judged, the same for every HTTP channel but these choices:
+// 2xx sent (or 200 only); 408, 429, 5xx and `retry_also` retried after Retry-After (a 429 that
+// says nothing waits `unsaid_429_wait`; -1: backoff); any other answer permanent. A failure
+// with no answer is retried.
+struct HttpJudgement {
+  bool sent_only_200 = false;
+  std::vector<int> retry_also;
+  double unsaid_429_wait = -1;
+};
+SendResult JudgeHttp(const Result<HttpResponse>& r, double now, const HttpJudgement& how = {});
 double ParseRetryAfter(const std::string& value, double now);  // -1 when absent or unreadable
 
 }  // namespace tw::notify

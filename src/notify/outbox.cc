@@ -86,12 +86,7 @@ Result<std::vector<OutboxCounts>> CountOutbox(store::Db& db) {
       "FROM outbox o GROUP BY channel ORDER BY channel");
   if (!q.ok()) return q.status();
   std::vector<OutboxCounts> out;
-  for (;;) {
-    Result<bool> row = q->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back({q->Text(0), q->Int(1), q->Int(2), q->Int(3), q->Real(4), q->Text(5)});
-  }
+  TW_RETURN_IF_ERROR(q->EachRow([&] { out.push_back({q->Text(0), q->Int(1), q->Int(2), q->Int(3), q->Real(4), q->Text(5)}); }));
   return out;
 }
 
@@ -100,12 +95,7 @@ Result<std::vector<WaitingGroup>> ListWaiting(store::Db& db) {
       "SELECT channel, group_key, messages, oldest, due FROM notify_waiting ORDER BY channel, due, group_key");
   if (!q.ok()) return std::vector<WaitingGroup>{};  // a store from before notify_waiting
   std::vector<WaitingGroup> out;
-  for (;;) {
-    Result<bool> row = q->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back({q->Text(0), q->Text(1), q->Int(2), q->Real(3), q->Real(4)});
-  }
+  TW_RETURN_IF_ERROR(q->EachRow([&] { out.push_back({q->Text(0), q->Text(1), q->Int(2), q->Real(3), q->Real(4)}); }));
   return out;
 }
 

@@ -104,24 +104,10 @@ std::string PagerDutyResolve(const Notification& n, const std::string& routing_k
 }
 
 SendResult JudgePagerDuty(const Result<HttpResponse>& r, double now) {
-  if (!r.ok()) return {SendResult::Kind::kRetry, 0, -1, r.status().message()};
-  const HttpResponse& h = *r;
-  SendResult s;
-  s.http_status = h.status;
-  s.detail = "HTTP " + std::to_string(h.status) + " " + TruncateUtf8(h.body, 200);
-  if (h.status >= 200 && h.status < 300) {
-    s.kind = SendResult::Kind::kSent;
-  } else if (h.status == 429) {
-    s.kind = SendResult::Kind::kRetry;
-    const double said = ParseRetryAfter(h.Header("retry-after"), now);
-    s.retry_after = said >= 0 ? said : 30;
-  } else if (h.status == 408 || h.status >= 500) {
-    s.kind = SendResult::Kind::kRetry;
-    s.retry_after = ParseRetryAfter(h.Header("retry-after"), now);
-  } else {
-    s.kind = SendResult::Kind::kPermanent;
-  }
-  return s;
+  // A 429 without Retry-After: PagerDuty asks for about 30 s between retries.
+  HttpJudgement how;
+  how.unsaid_429_wait = 30;
+  return JudgeHttp(r, now, how);
 }
 
 namespace {

@@ -138,22 +138,7 @@ std::string TeamsGroupMessage(const Group& g, std::string_view link_template) {
   return Envelope(body, Json::Array());
 }
 
-SendResult JudgeTeams(const Result<HttpResponse>& r, double now) {
-  if (!r.ok()) return {SendResult::Kind::kRetry, 0, -1, r.status().message()};
-  const HttpResponse& h = *r;
-  SendResult s;
-  s.http_status = h.status;
-  s.detail = "HTTP " + std::to_string(h.status) + " " + TruncateUtf8(h.body, 200);
-  if (h.status >= 200 && h.status < 300) {
-    s.kind = SendResult::Kind::kSent;
-  } else if (h.status == 429 || h.status == 408 || h.status >= 500) {
-    s.kind = SendResult::Kind::kRetry;
-    s.retry_after = ParseRetryAfter(h.Header("retry-after"), now);
-  } else {
-    s.kind = SendResult::Kind::kPermanent;
-  }
-  return s;
-}
+SendResult JudgeTeams(const Result<HttpResponse>& r, double now) { return JudgeHttp(r, now); }
 
 namespace {
 

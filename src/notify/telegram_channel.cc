@@ -117,13 +117,10 @@ std::string TelegramGroupMessage(const Group& g, const std::string& chat_id, std
 }
 
 SendResult JudgeTelegram(const Result<HttpResponse>& r, double now) {
-  if (!r.ok()) return {SendResult::Kind::kRetry, 0, -1, r.status().message()};
-  const HttpResponse& h = *r;
-  SendResult s;
-  s.http_status = h.status;
-  s.detail = "HTTP " + std::to_string(h.status) + " " + TruncateUtf8(h.body, 200);
+  SendResult s = JudgeHttp(r, now);
+  if (!r.ok()) return s;
   boost::system::error_code ec;
-  const boost::json::value v = boost::json::parse(h.body, ec);
+  const boost::json::value v = boost::json::parse(r->body, ec);
   const boost::json::object* o = !ec && v.is_object() ? &v.as_object() : nullptr;
   const boost::json::value* ok = o ? o->if_contains("ok") : nullptr;
   const boost::json::value* p = o ? o->if_contains("parameters") : nullptr;
@@ -132,19 +129,14 @@ SendResult JudgeTelegram(const Result<HttpResponse>& r, double now) {
     const boost::json::value* x = params ? params->if_contains(key) : nullptr;
     return x && x->is_number() ? x : nullptr;
   };
-  if (h.status >= 200 && h.status < 300 && ok && ok->is_bool() && ok->as_bool()) {
-    s.kind = SendResult::Kind::kSent;
-  } else if (h.status >= 200 && h.status < 300) {
+  if (s.kind == SendResult::Kind::kSent && !(ok && ok->is_bool() && ok->as_bool()))
     s.kind = SendResult::Kind::kRetry;  // not the Bot API answering (a portal, a proxy's page)
-  } else if (h.status == 429 || h.status == 408 || h.status >= 500) {
-    s.kind = SendResult::Kind::kRetry;
-    const boost::json::value* after = param("retry_after");  // flood control says how long
-    s.retry_after = after ? std::max(0.0, after->to_number<double>()) : ParseRetryAfter(h.Header("retry-after"), now);
-  } else {
-    s.kind = SendResult::Kind::kPermanent;
+  else if (s.kind == SendResult::Kind::kRetry && s.http_status != 0)
+    if (const boost::json::value* after = param("retry_after"))  // flood control says how long
+      s.retry_after = std::max(0.0, after->to_number<double>());
+  if (s.kind == SendResult::Kind::kPermanent)
     if (const boost::json::value* id = param("migrate_to_chat_id"))
       s.detail += " (the group is now a supergroup: set chat_id = " + boost::json::serialize(*id) + ")";
-  }
   return s;
 }
 

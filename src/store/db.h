@@ -38,6 +38,16 @@ class Stmt {
   Result<bool> Step();
   // Steps a statement that returns no rows to completion, then resets it.
   Status Run();
+  // Steps through every row, calling `row()` at each; the step's error, if any.
+  template <typename F>
+  Status EachRow(F&& row) {
+    for (;;) {
+      Result<bool> more = Step();
+      if (!more.ok()) return more.status();
+      if (!*more) return Status::Ok();
+      row();
+    }
+  }
   void Reset() { sqlite3_reset(s_); }
 
   int64_t Int(int col) const { return sqlite3_column_int64(s_, col); }

@@ -92,10 +92,7 @@ Answer Runs(store::Db& db, const ApiContext& ctx) {
     std::string name;
   };
   std::vector<Row> rows;
-  while (true) {
-    Result<bool> r = s->Step();
-    if (!r.ok()) return StoreError(r.status());
-    if (!*r) break;
+  const Status st = s->EachRow([&] {
     json::object o;
     o["id"] = s->Int(0);
     o["name"] = s->Text(1);
@@ -111,7 +108,8 @@ Answer Runs(store::Db& db, const ApiContext& ctx) {
     o["verdict"] = verdict;
     o["firing"] = s->Int(9);
     rows.push_back({std::move(o), VerdictRank(verdict), live, s->Text(1)});
-  }
+  });
+  if (!st.ok()) return StoreError(st);
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.rank != b.rank) return a.rank < b.rank;
     if (a.live != b.live) return a.live;
@@ -134,10 +132,7 @@ Answer Findings(store::Db& db, const std::string& state, std::optional<int64_t> 
   if (run_id) s->Bind(2, *run_id);
   else s->BindNull(2);
   json::array out;
-  while (true) {
-    Result<bool> r = s->Step();
-    if (!r.ok()) return StoreError(r.status());
-    if (!*r) break;
+  const Status st = s->EachRow([&] {
     json::object o;
     o["id"] = s->Int(0);
     o["rule"] = s->Text(1);
@@ -159,7 +154,8 @@ Answer Findings(store::Db& db, const std::string& state, std::optional<int64_t> 
     o["fix"] = s->Text(17);
     o["evidence"] = Embedded(s->Text(18));
     out.push_back(std::move(o));
-  }
+  });
+  if (!st.ok()) return StoreError(st);
   return {200, json::object{{"findings", std::move(out)}}};
 }
 
@@ -170,12 +166,8 @@ Result<json::object> KeyValues(store::Db& db, const char* table, int64_t run_id)
   if (!s.ok()) return s.status();
   s->Bind(1, run_id);
   json::object o;
-  while (true) {
-    Result<bool> r = s->Step();
-    if (!r.ok()) return r.status();
-    if (!*r) return o;
-    o[s->Text(0)] = Embedded(s->Text(1));
-  }
+  TW_RETURN_IF_ERROR(s->EachRow([&] { o[s->Text(0)] = Embedded(s->Text(1)); }));
+  return o;
 }
 
 Answer Run(store::Db& db, int64_t run_id) {
@@ -205,17 +197,15 @@ Answer Run(store::Db& db, int64_t run_id) {
   if (!hp.ok()) return StoreError(hp.status());
   hp->Bind(1, run_id);
   json::object hparams;
-  while (true) {
-    Result<bool> r = hp->Step();
-    if (!r.ok()) return StoreError(r.status());
-    if (!*r) break;
+  const Status hparams_read = hp->EachRow([&] {
     const std::string type = hp->Text(1);
     json::value v;
     if (type == "string") v = hp->Text(3);
     else if (type == "bool") v = hp->Real(2) != 0;
     else if (type == "number") v = RealOrNull(*hp, 2);
     hparams[hp->Text(0)] = std::move(v);
-  }
+  });
+  if (!hparams_read.ok()) return StoreError(hparams_read);
   Result<json::object> config = KeyValues(db, "run_config", run_id);
   if (!config.ok()) return StoreError(config.status());
   Result<json::object> summary = KeyValues(db, "run_summary_values", run_id);
@@ -228,14 +218,12 @@ Answer Run(store::Db& db, int64_t run_id) {
   if (!ss.ok()) return StoreError(ss.status());
   ss->Bind(1, run_id);
   json::array series;
-  while (true) {
-    Result<bool> r = ss->Step();
-    if (!r.ok()) return StoreError(r.status());
-    if (!*r) break;
+  const Status series_read = ss->EachRow([&] {
     series.push_back(json::object{{"id", ss->Int(0)},       {"tag", ss->Text(1)},
                                   {"kind", ss->Text(2)},    {"plugin", ss->Text(3)},
                                   {"step_metric", ss->Text(4)}, {"last_step", IntOrNull(*ss, 5)}});
-  }
+  });
+  if (!series_read.ok()) return StoreError(series_read);
   Answer findings = Findings(db, "all", run_id);
   if (findings.status != 200) return findings;
 

@@ -53,14 +53,12 @@ Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id) {
   const bool downsample = total > 4 * *width;
   M4 m4(lo, hi, *width);
   std::vector<Point> all;
-  while (true) {
-    Result<bool> r = rows->Step();
-    if (!r.ok()) return StoreError(r.status());
-    if (!*r) break;
+  const Status st = rows->EachRow([&] {
     Point p{rows->Int(0), rows->Real(1), rows->Real(2), static_cast<int>(rows->Int(3)), rows->Int(4) != 0};
     if (downsample) m4.Add(p);
     else all.push_back(p);
-  }
+  });
+  if (!st.ok()) return StoreError(st);
   const std::vector<Point> points = downsample ? m4.Finish() : std::move(all);
 
   json::array out;
