@@ -9,7 +9,9 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev zlib1g-dev
       libsqlite3-dev sqlite3 libboost1.81-dev libboost-json1.81-dev libgtest-dev libgmock-dev
       libbenchmark-dev libssl-dev libcurl4-openssl-dev libtomlplusplus-dev systemd procps
-      python3-aiosmtpd)  # the SMTP server the email tests talk to (/usr/bin/python3)
+      python3-aiosmtpd  # the SMTP server the email tests talk to (/usr/bin/python3)
+      chromium fonts-dejavu-core)  # the web view's browser tests, screenshots and benchmark
+                                   # (headless, over the DevTools protocol: tests/support/browser.h)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) pkgs+=(clang-16 libclang-rt-16-dev) ;;

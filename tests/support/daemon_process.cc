@@ -67,6 +67,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const Options& 
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (options.own_process_group) ::setpgid(0, 0);
     if (::getppid() != parent) ::_exit(127);  // the parent is already gone
     // Default dispositions and an empty mask, whatever the test runner left us with.
     for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
@@ -86,13 +87,18 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const Options& 
     ::_exit(127);
   }
   pid_ = pid;
+  own_process_group_ = options.own_process_group;
+  // Set from both sides, so the group exists before either goes on (a kill of the group right
+  // after the fork must not miss it).
+  if (own_process_group_) ::setpgid(pid, pid);
 }
 
 ChildProcess::~ChildProcess() {
   if (pid_ > 0) KillAndReap();
 }
 
-ChildProcess::ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_), status_(o.status_) {
+ChildProcess::ChildProcess(ChildProcess&& o) noexcept
+    : pid_(o.pid_), own_process_group_(o.own_process_group_), status_(o.status_) {
   o.pid_ = -1;
 }
 
@@ -100,6 +106,7 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
   if (this != &o) {
     if (pid_ > 0) KillAndReap();
     pid_ = o.pid_;
+    own_process_group_ = o.own_process_group_;
     status_ = o.status_;
     o.pid_ = -1;
   }
@@ -134,7 +141,7 @@ std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
 int ChildProcess::KillAndReap() {
   if (status_) return *status_;
   if (pid_ <= 0) return -1;
-  ::kill(pid_, SIGKILL);
+  ::kill(own_process_group_ ? -pid_ : pid_, SIGKILL);
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }

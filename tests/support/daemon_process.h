@@ -30,6 +30,10 @@ class ChildProcess {
     std::string stdout_path;             // appended to; "" for /dev/null
     // "KEY=VALUE": added to (or replacing in) the environment; "KEY" alone: removed from it.
     std::vector<std::string> env_set;
+    // The child leads a process group of its own, and KillAndReap kills the whole group: for a
+    // program that forks helpers of its own (Chromium's zygote, renderers, GPU process), so
+    // none of them outlives the test.
+    bool own_process_group = false;
   };
 
   ChildProcess() = default;
@@ -47,11 +51,13 @@ class ChildProcess {
   // Waits up to `timeout` for the child to exit; the raw wait status, or nullopt if it still
   // runs. Once reaped, returns the same status again.
   std::optional<int> Wait(std::chrono::milliseconds timeout);
-  // SIGKILL (if not reaped yet) and reap; the raw wait status.
+  // SIGKILL (if not reaped yet; its whole group with own_process_group) and reap; the raw
+  // wait status.
   int KillAndReap();
 
  private:
   pid_t pid_ = -1;
+  bool own_process_group_ = false;
   std::optional<int> status_;
 };
 
