@@ -56,6 +56,14 @@ std::string ArgText(const json::value& arg) {
   return std::string(o.at("type").as_string());
 }
 
+// Chromium asks an origin for /favicon.ico by itself, on the first document it shows from it
+// (a JSON answer too): not a resource of the page, and not an error of the page when absent.
+bool IsBrowsersOwnFavicon(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t path = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  return path != std::string::npos && url.compare(path, std::string::npos, "/favicon.ico") == 0;
+}
+
 std::string Str(const json::object& o, const char* key) {
   const auto* v = o.if_contains(key);
   return v && v->is_string() ? std::string(v->as_string()) : std::string();
@@ -199,14 +207,14 @@ struct Browser::Impl {
       errors.push_back(text);
     } else if (method == "Log.entryAdded") {
       const json::object& e = params.at("entry").as_object();
-      if (Str(e, "level") == "error")
+      if (Str(e, "level") == "error" && !IsBrowsersOwnFavicon(Str(e, "url")))
         errors.push_back("log (" + Str(e, "source") + "): " + Str(e, "text") + " " + Str(e, "url"));
     } else if (method == "Network.requestWillBeSent") {
       request_urls[Str(params, "requestId")] = Str(params.at("request").as_object(), "url");
     } else if (method == "Network.responseReceived") {
       const json::object& r = params.at("response").as_object();
       const int64_t status = r.at("status").to_number<int64_t>();
-      if (status >= 400)
+      if (status >= 400 && !IsBrowsersOwnFavicon(Str(r, "url")))
         errors.push_back("HTTP " + std::to_string(status) + " for " + Str(r, "url") + " (" + Str(params, "type") + ")");
     } else if (method == "Network.loadingFailed") {
       const auto* canceled = params.if_contains("canceled");

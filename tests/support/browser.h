@@ -61,6 +61,7 @@ class Browser {
   void Screenshot(const std::string& png_path, int width, int height);
 
   // What went wrong in the page since the start or the last ClearErrors(), one line each.
+  // Chromium's own request for /favicon.ico is not the page's and its 404 is not counted.
   const std::vector<std::string>& errors() const;
   // The JavaScript dialogs (alert, confirm, prompt, beforeunload) the page opened, as
   // "TYPE: MESSAGE"; each was dismissed at once.
