@@ -1,6 +1,6 @@
 // tw-web-screenshots [OUTDIR]: pictures of the web view for the README. Writes the bundled
 // example logdir (trainwatch-example) to a temporary directory, runs `trainwatch daemon --web
-// 127.0.0.1:0` on it until it has judged the runs, and photographs two pages in headless
+// 127.0.0.1:0` on it until it has judged the runs (in $TMPDIR/trainwatch, removed after), and photographs two pages in headless
 // Chromium (tests/support/browser.h), 1280 x 800:
 //   OUTDIR/runs.png      the run list (/)
 //   OUTDIR/run-nan.png   the diverged run's page (/runs/ID of bert-finetune-diverged)
@@ -44,8 +44,15 @@ int main(int argc, char** argv) {
   const std::string out = argc == 2 ? argv[1] : TW_SOURCE_DIR "/docs/img";
   try {
     std::filesystem::create_directories(out);
-    tw::testing::TempDir dir;
-    tw::testing::ExampleView view(dir.path(), TW_EXAMPLE_BINARY);
+    // A fixed directory, not a random one: its path is on the pages (each run's root).
+    const std::string dir = (std::filesystem::temp_directory_path() / "trainwatch").native();
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    struct Remove {
+      std::string dir;
+      ~Remove() { std::filesystem::remove_all(dir); }
+    } remove{dir};
+    tw::testing::ExampleView view(dir, TW_EXAMPLE_BINARY);
     Browser::Options o;
     o.width = kWidth;
     o.height = kHeight;

@@ -14,7 +14,7 @@ namespace {
 
 std::string WriteExample(const std::string& dir, const std::string& example_binary) {
   std::string out;
-  const std::string logs = dir + "/logs";
+  const std::string logs = dir + "/example-logdir";  // as tools/run-example.sh names it
   if (RunCommand(ShellQuote(example_binary) + " " + ShellQuote(logs), &out) != 0)
     throw std::runtime_error("trainwatch-example " + logs + " failed: " + out);
   return logs;
@@ -54,8 +54,12 @@ void ExampleView::WaitDiagnosed(Browser& browser, std::chrono::milliseconds time
   int same = 0;
   while (std::chrono::steady_clock::now() < deadline) {
     const std::string now = judged();
-    const bool killed = now.find("\"bert-finetune-diverged\"\"kill\"") != std::string::npos;
-    same = killed && now == last ? same + 1 : 0;
+    // The example's verdicts: its diverged run is killed, its overfitting and leaking runs
+    // are watched (tools/make_example_logdir.cc). A run's critical findings (the kill) come
+    // first, in a pass of their own; the watch verdicts a while later.
+    const bool judged = now.find("\"bert-finetune-diverged\"\"kill\"") != std::string::npos &&
+                        now.find("\"watch\"") != std::string::npos;
+    same = judged && now == last ? same + 1 : 0;
     if (same >= 4) return;  // 4 x 250 ms unchanged
     last = now;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));

@@ -14,7 +14,7 @@ namespace tw::testing {
 
 class ExampleView {
  public:
-  // Writes the example logdir to DIR/logs with `example_binary`, starts `trainwatch daemon`
+  // Writes the example logdir to DIR/example-logdir with `example_binary`, starts `trainwatch daemon`
   // on it (store DIR/tw.db, log DIR/daemon.log, --web 127.0.0.1:0) and waits until it says
   // where its view is. Throws std::runtime_error (with the daemon's log) when it does not.
   ExampleView(const std::string& dir, const std::string& example_binary);
@@ -23,8 +23,8 @@ class ExampleView {
   std::string url(const std::string& path = "/") const { return base_ + path; }
   DaemonProcess& daemon() { return daemon_; }
 
-  // Waits until the daemon has read and judged the example: the diverged run is `kill` and
-  // the runs' verdicts and firing counts stayed the same for a second. Asks the API through
+  // Waits until the daemon has read and judged the example: the diverged run is `kill`, a
+  // run is `watch`, and the runs' verdicts and firing counts stayed the same for a second. Asks the API through
   // `browser` (fetch, from a page of the view's origin). Throws BrowserError at the timeout.
   void WaitDiagnosed(Browser& browser, std::chrono::milliseconds timeout = std::chrono::milliseconds(60000));
 
