@@ -2,12 +2,12 @@
 // page saying it is done (document.body.dataset.ready = "1": its API answers fetched and its
 // charts drawn), for a run of 2,000,000 scalar points against one of 1,000. A plain program.
 //
-//   web_bench [--points N] [--small N] [--reps K] [--keep DIR]
+//   web_bench [--points N] [--small N] [--every E] [--reps K] [--keep DIR]
 //
 // Two runs written with the test writer (bench/gen.h's curves) and ingested into one store:
 //   big    train/loss at every step 0..N-1 (default N = 2,000,000), train/lr and
-//          train/grad_norm every 10th step (N/10 each), as a run that logs its loss every step
-//          and the rest less often;
+//          train/grad_norm every E-th step (default 10: N/10 each), as a run that logs its loss
+//          every step and the rest less often (--every 1: all three at every step);
 //   small  the same shape with --small steps (default 1,000): the baseline.
 // A WebServer (src/web) serves the store on a port-0 loopback socket; one headless Chromium
 // (tests/support/browser.h, viewport 1280 x 800) opens /runs/ID of each run, alternating, K
@@ -44,8 +44,8 @@ using Clock = std::chrono::steady_clock;
   std::exit(1);
 }
 
-// train/loss every step, train/lr and train/grad_norm every 10th: `steps` + 2 * steps / 10.
-int64_t WriteRun(const std::string& dir, int64_t steps) {
+// train/loss every step, train/lr and train/grad_norm every `every`-th.
+int64_t WriteRun(const std::string& dir, int64_t steps, int64_t every) {
   tw::testing::EventFileWriter w(dir + "/" + tw::testing::EventFileName(1700000000, "bench", 1, 0));
   w.Add(tw::testing::FileVersionEvent(1.7e9));
   int64_t n = 0;
@@ -53,7 +53,7 @@ int64_t WriteRun(const std::string& dir, int64_t steps) {
     const double wall = 1.7e9 + static_cast<double>(s) * 0.1;
     w.Add(tw::testing::SimpleScalarEvent("train/loss", s, wall, tw::bench::ValueFor(0, s, 1)));
     ++n;
-    if (s % 10 == 0) {
+    if (s % every == 0) {
       w.Add(tw::testing::SimpleScalarEvent("train/lr", s, wall, tw::bench::ValueFor(1, s, 1)));
       w.Add(tw::testing::SimpleScalarEvent("train/grad_norm", s, wall, tw::bench::ValueFor(2, s, 1)));
       n += 2;
@@ -100,23 +100,24 @@ Stats Summarize(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int64_t points = 2000000, small = 1000;
+  int64_t points = 2000000, small = 1000, every = 10;
   int reps = 7;
   std::string keep;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--points" && i + 1 < argc) points = std::stoll(argv[++i]);
     else if (a == "--small" && i + 1 < argc) small = std::stoll(argv[++i]);
+    else if (a == "--every" && i + 1 < argc) every = std::max<int64_t>(1, std::stoll(argv[++i]));
     else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
     else if (a == "--keep" && i + 1 < argc) keep = argv[++i];
-    else Die("usage: web_bench [--points N] [--small N] [--reps K] [--keep DIR]");
+    else Die("usage: web_bench [--points N] [--small N] [--every E] [--reps K] [--keep DIR]");
   }
   try {
     tw::bench::WorkDir dir(keep, "web-bench", {"logs", "tw.db", "tw.db-wal", "tw.db-shm"});
     const std::string logs = dir.path() + "/logs", db = dir.path() + "/tw.db";
     auto t0 = Clock::now();
-    const int64_t big_n = WriteRun(logs + "/big", points);
-    const int64_t small_n = WriteRun(logs + "/small", small);
+    const int64_t big_n = WriteRun(logs + "/big", points, every);
+    const int64_t small_n = WriteRun(logs + "/small", small, every);
     auto store = tw::store::Store::Open(db);
     if (!store.ok()) Die(store.status().message());
     tw::ingest::Summary summary;
@@ -125,7 +126,7 @@ int main(int argc, char** argv) {
     std::printf("store: big %lld points (train/loss %lld, train/lr and train/grad_norm %lld each), small %lld; "
                 "written and ingested in %.1f s\n",
                 static_cast<long long>(big_n), static_cast<long long>(points),
-                static_cast<long long>((points + 9) / 10), static_cast<long long>(small_n),
+                static_cast<long long>((points + every - 1) / every), static_cast<long long>(small_n),
                 std::chrono::duration<double>(Clock::now() - t0).count());
 
     tw::web::WebServer server;
