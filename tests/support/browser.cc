@@ -306,9 +306,12 @@ struct Browser::Impl {
       // Killed below either way.
     }
     process.Wait(Ms(3000));
-    // Whatever is left of its group (renderers, zygotes), also when Chromium itself is gone.
+    // Whatever is left of its group (renderers, zygotes), also when Chromium itself is gone;
+    // then until the group is gone, so none still writes into the profile being removed.
     ::kill(-group, SIGKILL);
     process.KillAndReap();
+    const auto deadline = Clock::now() + Ms(3000);
+    while (::kill(-group, 0) == 0 && Clock::now() < deadline) std::this_thread::sleep_for(Ms(10));
   }
 };
 
