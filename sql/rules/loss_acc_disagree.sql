@@ -2,6 +2,7 @@
 -- title: The loss falls but the accuracy does not move
 -- severity: warning
 -- roles: train_loss
+-- roles_any: train_acc, val_acc
 -- inhibited_by: non_finite_loss, loss_constant
 -- cause: The model is changing how confident it is without changing a single decision: only
 --   the parts that scale or shift every class alike are learning (a temperature or logit

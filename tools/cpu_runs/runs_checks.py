@@ -1,5 +1,6 @@
 """Runs for the seeds' checks that came last (issue 18 part 3): validation far worse than
-training from the first evaluation, and a loss that falls while its accuracy stays put.
+training from the first evaluation, a loss that falls while its accuracy stays put, and a
+gradient clip that never acts.
 
 Registered by make_cpu_runs.py (`register_all(module)`) beside runs_more.py. Each run trains
 for real with the cause its name says; its notes give what it measured. Two kinds of cause per
@@ -176,8 +177,41 @@ def keras_frozen_all_but_temperature():
     return r
 
 
+def clip_never_active():
+    """HF style: max_grad_norm=10 copied from a recipe for a larger model; this MLP's pre-clip
+    gradient norm never comes near it, so the clip never acts (a reviewer's remark, not an
+    alarm: training is stable)."""
+    r = h.Run("clip_never_active", "hf",
+              "MLP on a teacher task, SGD lr 0.05 momentum 0.9, 2 epochs of 16384 samples, "
+              "max_grad_norm=10 (from a recipe for a larger model): the pre-clip gradient norm "
+              "stays far below it, so clip_grad_norm_ never rescales an update")
+    torch.manual_seed(0)
+    xtr, ytr = h.teacher_data(16384, seed=1)
+    xva, yva = h.teacher_data(2048, seed=2)
+    m = h.mlp(32, 128, h.K)
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    rec = h.Rec(r, "hf", every=5)
+    gen = torch.Generator().manual_seed(3)
+    step = 0
+    for ep in range(2):
+        for idx in h.batches(len(xtr), 64, gen):
+            step += 1
+            loss = F.cross_entropy(m(xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            gn = float(torch.nn.utils.clip_grad_norm_(m.parameters(), 10.0))
+            opt.step()
+            rec.step(step, float(loss), lr=0.05, gn=gn, epoch=step / 256,
+                     extra=({"max_grad_norm": 10.0} if step % 5 == 0 else None))
+        vl, va = h.evaluate(m, xva, yva)
+        rec.epoch_end(step, ep, vl, va)
+    r.tags = {k: rec.t[k] for k in ("train_loss", "val_loss", "val_acc", "lr", "grad_norm", "epoch")}
+    r.tags["clip_threshold"] = "max_grad_norm"
+    return r
+
+
 ALL = [val_unnormalised_inputs, keras_val_unscaled, healthy_dropout_hf,
-       only_temperature_trains, keras_frozen_all_but_temperature]
+       only_temperature_trains, keras_frozen_all_but_temperature, clip_never_active]
 
 
 def register_all(module):
