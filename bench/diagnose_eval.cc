@@ -109,6 +109,7 @@ struct Roles {
   Pts train, val, lr, grad, epoch, mem, stime;
   Pts wnorm, uratio;                               // weight norm, update-to-weight ratio
   Pts acc;                                         // training accuracy (0-1)
+  Pts scale;                                       // mixed precision's dynamic loss scale
   std::vector<std::pair<std::string, Pts>> layers;  // per-layer gradient norms, by layer name
 };
 
@@ -673,6 +674,32 @@ bool Generate(Case& c, Rng& r) {
     if (k == "loss_acc") c.onset = g.steps.front();
     std::snprintf(buf, sizeof buf, ", acc %s", k == "loss_acc" ? "flat" : k == "acc_tracks" ? "tracks" : "saturated");
     c.extra += buf;
+  } else if (k == "scale_halving" || k == "scale_below_one" || k == "scale_ok") {
+    // A dynamic loss scale as GradScaler keeps it: from 2^16 it halves at each overflow step
+    // and doubles after `growth` clean steps in a row. Every run calibrates first (a few
+    // halvings within its first 2 %). scale_halving: overflow on a share p of the steps that
+    // leaves no clean streak long enough to grow back (a NaN gradient every few batches);
+    // scale_below_one: gradients beyond float16's range even unscaled, so the level the
+    // scale settles at is 2^-2..2^-10; scale_ok (trap): rare overflows, the scale holds its
+    // level, halving now and then and growing back.
+    g.Base();
+    const int64_t growth = r.Pick(std::vector<int64_t>{200, 500, 2000});
+    const double p = k == "scale_halving" ? r.U(0.05, 0.3) : k == "scale_ok" ? 0.5 / static_cast<double>(growth) : 0.0;
+    const int settle = k == "scale_below_one" ? 16 + r.I(2, 10) : r.I(0, 6);  // halvings to the level
+    const int64_t calibrate = std::max<int64_t>(L / 50, settle + 1);
+    double scale = 65536;
+    int64_t clean = 0;
+    int halved = 0;
+    for (int64_t s = 0; s < L; ++s) {
+      bool overflow = s < calibrate ? halved < settle : r.U(0, 1) < p;
+      if (k == "scale_below_one" && s >= calibrate) overflow = scale * 2 > std::ldexp(1.0, 16 - settle) && clean + 1 >= growth;
+      if (overflow) scale *= 0.5, clean = 0, ++halved;
+      else if (++clean == growth) scale *= 2, clean = 0;
+      if (s % c.interval == 0) c.roles.scale.Add(s, scale);
+    }
+    if (k != "scale_ok") c.onset = 0;  // the scale never again stands at its first value
+    std::snprintf(buf, sizeof buf, ", scale: growth %lld, overflow p %.3f, settle %d", static_cast<long long>(growth), p, settle);
+    c.extra += buf;
   } else {
     Die("unknown kind " + k);
   }
@@ -685,24 +712,28 @@ bool Generate(Case& c, Rng& r) {
 struct TagNames {
   std::string train, val, lr, grad, epoch, mem, stime, clip_key;
   std::string wnorm = "weight_norm", uratio = "update_ratio", layer_prefix = "grad_norm/";
-  std::string acc;
+  std::string acc, scale;
 };
 TagNames NamesFor(const std::string& style) {
   TagNames n;
   if (style == "pytorch") {
     n = {"Loss/train", "Loss/val", "lr", "grad_norm", "epoch", "memory", "step_time", "max_grad_norm"};
     n.acc = "Accuracy/train";
+    n.scale = "train/loss_scale";
   } else if (style == "hf") {
     n = {"train/loss", "eval/loss", "train/learning_rate", "train/grad_norm", "train/epoch",
          "gpu/memory_allocated", "train/step_time", "max_grad_norm"};
     n.acc = "train/accuracy";
+    n.scale = "loss_scale";
   } else if (style == "lightning") {
     n = {"train_loss", "val_loss", "lr-AdamW", "grad_2.0_norm_total", "epoch", "gpu_memory", "time/step",
          "gradient_clip_val", "weight_norm", "update_ratio", "grad_2.0_norm/"};
     n.acc = "train_acc";
+    n.scale = "grad_scale";
   } else if (style == "tf2") {
     n = {"loss", "val/loss", "learning_rate", "grad_norm", "epoch", "memory", "step_time", "clip_norm"};
     n.acc = "accuracy";
+    n.scale = "amp/loss_scale";
   } else {
     n = {"epoch_loss", "epoch_loss", "epoch_learning_rate", "", "", "", "", ""};
     n.acc = "epoch_accuracy";
@@ -762,6 +793,7 @@ void WriteCase(const std::string& root, const Case& c) {
   emit(evs, n.uratio, r.uratio, 8);
   for (const auto& [layer, pts] : r.layers) emit(evs, n.layer_prefix + layer, pts, 9);
   emit(evs, n.acc, r.acc, 10);
+  emit(evs, n.scale, r.scale, 11);
   const int64_t last = r.train.step.empty() ? 0 : r.train.step.back();
   if (c.clean_stop) evs.push_back({last, 99, testing::SessionLogEvent(last, wall(last) + 1, 2)});
   if (c.clip > 0) {
@@ -825,6 +857,8 @@ std::vector<KindSpec> Kinds() {
       {"update_off", "update_ratio_off", 12, {"pytorch", "lightning", "tf2"}},
       {"val_gap", "val_worse_from_start", 16, kAllK},
       {"loss_acc", "loss_acc_disagree", 16, kAllK},
+      {"scale_halving", "loss_scale_collapse", 12, kAll},
+      {"scale_below_one", "loss_scale_collapse", 8, kAll},
       {"healthy", "", 48, kAllK},
       {"s_curve", "", 16, kAllK},
       {"isolated_spikes", "", 20, kAllK},
@@ -844,6 +878,7 @@ std::vector<KindSpec> Kinds() {
       {"val_below_train", "", 8, kAllK},
       {"acc_tracks", "", 12, kAllK},
       {"acc_saturated", "", 8, kAllK},
+      {"scale_ok", "", 12, kAll},
   };
 }
 
@@ -1001,7 +1036,7 @@ int Main(const Options& opt) {
     const Roles& r = c.roles;
     points += static_cast<int64_t>(r.train.v.size() + r.val.v.size() + r.lr.v.size() + r.grad.v.size() +
                                    r.epoch.v.size() + r.mem.v.size() + r.stime.v.size() + r.wnorm.v.size() +
-                                   r.uratio.v.size() + r.acc.v.size());
+                                   r.uratio.v.size() + r.acc.v.size() + r.scale.v.size());
     for (const auto& l : r.layers) points += static_cast<int64_t>(l.second.v.size());
   }
   auto t1 = Clock::now();

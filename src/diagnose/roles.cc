@@ -93,6 +93,16 @@ const std::vector<RolePattern> kDefaults = {
     {"clip_fraction", "*/clip", "", "fairseq"},
     {"clip_fraction", "clip_fraction", "", "common"},
     {"clip_fraction", "*/clip_fraction", "", "common"},
+    // Mixed precision: the dynamic loss scale (torch.cuda.amp.GradScaler.get_scale(), DeepSpeed's
+    // loss_scale, Lightning/HF users' grad_scale), halved at every step whose gradients overflow.
+    {"loss_scale", "loss_scale", "", "DeepSpeed / common"},
+    {"loss_scale", "*/loss_scale", "", "DeepSpeed monitor / common"},
+    {"loss_scale", "grad_scale", "", "GradScaler / common"},
+    {"loss_scale", "*/grad_scale", "", "GradScaler / common"},
+    {"loss_scale", "*/amp_scale", "", "common"},
+    {"loss_scale", "loss-scale", "", "Megatron-LM"},
+    {"loss_scale", "loss-scale vs samples", "", "Megatron-LM"},
+    {"loss_scale", "train_loss_scale", "", "fairseq json log"},
     {"epoch", "epoch", "", "Lightning / common"},
     {"epoch", "trainer/epoch", "", "W&B / Lightning"},
     {"epoch", "*/epoch", "", "common"},

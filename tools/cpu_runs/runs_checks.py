@@ -210,8 +210,237 @@ def clip_never_active():
     return r
 
 
+FP16_MAX = 65504.0
+
+
+class DynamicLossScaler:
+    """torch.cuda.amp.GradScaler's rule, on CPU (its own needs CUDA): the loss is multiplied by
+    the scale (a float32, as GradScaler keeps it); the gradients are unscaled by its float32
+    inverse; a step whose gradients are then not finite, or whose scaled gradients were beyond
+    float16's range (what a float16 gradient buffer would hold as inf), is skipped and the
+    scale halved; after `growth_interval` clean steps in a row it doubles."""
+
+    def __init__(self, scale=2.0 ** 16, growth_interval=2000):
+        self.scale, self.growth_interval, self.good = scale, growth_interval, 0
+
+    @staticmethod
+    def f32(v):
+        return float(torch.tensor(v, dtype=torch.float32))
+
+    def step(self, model, opt, loss):
+        opt.zero_grad()
+        (loss * torch.tensor(self.scale, dtype=torch.float32)).backward()
+        inv = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(self.scale, dtype=torch.float32)
+        found_inf = False
+        for p in model.parameters():
+            if p.grad is None:
+                continue
+            found_inf |= bool(p.grad.abs().max() > FP16_MAX)
+            p.grad.mul_(inv)
+            found_inf |= not bool(torch.isfinite(p.grad).all())
+        if found_inf:
+            self.scale = self.f32(self.scale * 0.5)
+            self.good = 0
+            return False
+        opt.step()
+        self.good += 1
+        if self.good == self.growth_interval:
+            self.scale = self.f32(self.scale * 2.0)
+            self.good = 0
+        return True
+
+
+def padded_sequences(n, length, seed):
+    """Token sequences of `length` vectors; 1 % of them are shorter, padded at the end with 1-8
+    all-zero positions (a collate that pads with zeros)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, length, 16, generator=g)
+    lengths = torch.where(torch.rand(n, generator=g) < 0.99, torch.full((n,), length),
+                          length - torch.randint(1, 9, (n,), generator=g))
+    for i in range(n):
+        x[i, int(lengths[i]):] = 0.0
+    w = torch.randn(16, generator=g)
+    y = ((x @ w).sum(1) > 0).long()
+    return x, y
+
+
+class TokenMean(nn.Module):
+    """Per-token projection, an L2 norm regulariser on the token features, mean pooling."""
+
+    def __init__(self, eps):
+        super().__init__()
+        self.proj = nn.Linear(16, 32, bias=False)
+        self.out = nn.Linear(32, 2)
+        self.eps = eps
+
+    def forward(self, x):
+        f = self.proj(x)
+        # The bug (eps = 0): sqrt of an all-zero padding row has an infinite derivative at 0,
+        # times its zero gradient: NaN, on every batch that holds a padded sequence.
+        norms = (f.pow(2).sum(-1) + self.eps).sqrt()
+        return self.out(f.mean(1)), norms.mean()
+
+
+def amp_scale_run(name, style, eps, cause, steps=1200, log_every=5, tag="train/loss_scale", growth=200):
+    r = h.Run(name, style, cause)
+    torch.manual_seed(0)
+    x, y = padded_sequences(8192, 24, seed=1)
+    m = TokenMean(eps)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    scaler = DynamicLossScaler(growth_interval=growth)
+    gen = torch.Generator().manual_seed(3)
+    rec = h.Rec(r, style, every=log_every)
+    skipped = 0
+    for step in range(1, steps + 1):
+        idx = torch.randint(0, len(x), (32,), generator=gen)
+        logits, norm = m(x[idx])
+        loss = F.cross_entropy(logits, y[idx]) + 1e-3 * norm
+        skipped += not scaler.step(m, opt, loss)
+        extra = {tag: scaler.scale, "train/skipped_steps": skipped} if step % log_every == 0 else None
+        rec.step(step, float(loss), lr=1e-3, extra=extra)
+    r.tags = {"train_loss": rec.t["train_loss"], "lr": rec.t["lr"], "loss_scale": tag}
+    r.note(f"{skipped} of {steps} steps skipped for overflow; final scale {scaler.scale:g}")
+    return r
+
+
+def amp_scale_halving_padding_norm():
+    """A float16 run (GradScaler) whose feature-norm regulariser takes sqrt of all-zero padding
+    rows: a NaN gradient on every batch that holds a padded sequence (about one in four), so
+    the scale is halved far more often than it can grow back."""
+    return amp_scale_run("amp_scale_halving_padding_norm", "pytorch", 0.0,
+                         "token model under float16 autocast with GradScaler (emulated on CPU: same "
+                         "halve-and-skip rule, growth every 200 clean steps), Adam 1e-3; a feature-norm "
+                         "regulariser sqrt(sum(f^2)) without epsilon meets the all-zero padding rows of "
+                         "the 1 % of sequences that are padded: a NaN gradient on about a quarter of "
+                         "the batches, so clean streaks never last the 200 steps the scale needs to grow")
+
+
+def healthy_amp_scale():
+    """The same model with an epsilon in the norm: the scale calibrates down in the first steps
+    (gradients x 2^16 beyond float16's range) and then holds, growing back now and then."""
+    return amp_scale_run("healthy_amp_scale", "pytorch", 1e-6,
+                         "healthy: the same float16 token model with sqrt(sum(f^2) + 1e-6): the "
+                         "scale calibrates in the first steps, then halves and regrows rarely")
+
+
+def amp_scale_unnormalised_inputs():
+    """Lightning style, held out: raw sensor inputs (x 2000) make the gradients themselves
+    exceed float16's range, so the scale falls below 1 and stays there."""
+    r = h.Run("amp_scale_unnormalised_inputs", "lightning",
+              "MLP regression under float16 with GradScaler (emulated on CPU, growth every 200 "
+              "clean steps), Adam 1e-3, on raw sensor readings (inputs ~N(0, 2000^2), never "
+              "standardised) summed-not-averaged MSE: the unscaled gradients exceed float16's "
+              "range, so the scale is driven below 1")
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    x = 2000.0 * torch.randn(8192, 16, generator=g)
+    y = torch.tanh(x[:, :4].sum(1, keepdim=True) / 4000.0)
+    m = h.mlp(16, 64, 1)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    scaler = DynamicLossScaler(growth_interval=200)
+    gen = torch.Generator().manual_seed(3)
+    rec = h.Rec(r, "lightning", every=5)
+    skipped = 0
+    for step in range(1, 801):
+        idx = torch.randint(0, len(x), (64,), generator=gen)
+        loss = F.mse_loss(m(x[idx]), y[idx], reduction="sum")
+        skipped += not scaler.step(m, opt, loss)
+        rec.step(step, float(loss), lr=1e-3, extra={"grad_scale": scaler.scale} if step % 5 == 0 else None)
+        if step % 5 == 0:
+            r.log("lr-Adam", step, 1e-3)
+    r.tags = {"train_loss": rec.t["train_loss"], "loss_scale": "grad_scale"}
+    r.note(f"{skipped} of 800 steps skipped for overflow; final scale {scaler.scale:g}")
+    return r
+
+
+def text_records(path, n, seed):
+    """n training records as lines of a text file: 16 features and a label, as a CSV export."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 16, generator=g)
+    w = torch.randn(16, 4, generator=g)
+    y = (x @ w).argmax(1)
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(",".join(f"{v:.5f}" for v in x[i].tolist()) + f",{int(y[i])}\n")
+
+
+def loader_throughput_run(name, cause, scan):
+    """Reads each record from a text file: by scanning from the top to its line (`scan`: the
+    bug of a Dataset that finds line i by counting lines) or by a byte offset kept per line
+    (healthy). Logs the training loss and the loader's samples per second."""
+    import os
+    import tempfile
+    import time
+    r = h.Run(name, "custom", cause)
+    torch.manual_seed(0)
+    n, bs = 6000, 32
+    path = os.path.join(tempfile.mkdtemp(prefix="tw_records_"), "train.csv")
+    text_records(path, n, seed=1)
+    offsets = []
+    with open(path, "rb") as f:
+        pos = 0
+        for line in f:
+            offsets.append(pos)
+            pos += len(line)
+
+    def record(f, i):
+        if scan:
+            f.seek(0)
+            for j, line in enumerate(f):
+                if j == i:
+                    break
+        else:
+            f.seek(offsets[i])
+            line = f.readline()
+        v = line.decode().split(",")
+        return [float(t) for t in v[:16]], int(v[16])
+
+    m = h.mlp(16, 64, 4)
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    with open(path, "rb") as f:
+        for step in range(1, n // bs + 1):
+            t0 = time.perf_counter()
+            rows = [record(f, (step - 1) * bs + k) for k in range(bs)]  # in file order, as written
+            xb = torch.tensor([a for a, _ in rows])
+            yb = torch.tensor([b for _, b in rows])
+            load = time.perf_counter() - t0
+            loss = F.cross_entropy(m(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            r.log("train/loss", step, float(loss))
+            r.log("perf/samples_per_sec", step, bs / (time.perf_counter() - t0))
+            if step % 25 == 0:
+                r.log("opt/lr", step, 1e-3)
+    os.remove(path)
+    r.tags = {"train_loss": "train/loss", "steps_per_sec": "perf/samples_per_sec", "lr": "opt/lr"}
+    return r
+
+
+def loader_line_scan_throughput():
+    """A Dataset that finds record i by reading the file from the top: each batch costs more
+    than the one before, and samples per second fall all run long."""
+    return loader_throughput_run(
+        "loader_line_scan_throughput",
+        "MLP on 6000 records of a CSV file read in order; the Dataset's __getitem__ finds line i "
+        "by iterating the file from its start (no offset index), so loading a batch costs time "
+        "proportional to how far into the file it is: samples/s fall from the first batch on",
+        scan=True)
+
+
+def healthy_indexed_loader_throughput():
+    """The same file read through a byte offset per line: the loader's cost is flat."""
+    return loader_throughput_run(
+        "healthy_indexed_loader_throughput",
+        "healthy: the same MLP and CSV file, each record read at its byte offset (an index built "
+        "once): samples/s flat apart from the machine's load",
+        scan=False)
+
+
 ALL = [val_unnormalised_inputs, keras_val_unscaled, healthy_dropout_hf,
-       only_temperature_trains, keras_frozen_all_but_temperature, clip_never_active]
+       only_temperature_trains, keras_frozen_all_but_temperature, clip_never_active,
+       amp_scale_halving_padding_norm, healthy_amp_scale, amp_scale_unnormalised_inputs,
+       loader_line_scan_throughput, healthy_indexed_loader_throughput]
 
 
 def register_all(module):
