@@ -712,7 +712,7 @@ bool Generate(Case& c, Rng& r) {
 struct TagNames {
   std::string train, val, lr, grad, epoch, mem, stime, clip_key;
   std::string wnorm = "weight_norm", uratio = "update_ratio", layer_prefix = "grad_norm/";
-  std::string acc, scale;
+  std::string acc = "", scale = "";  // a training accuracy, a loss scale (set per style below)
 };
 TagNames NamesFor(const std::string& style) {
   TagNames n;

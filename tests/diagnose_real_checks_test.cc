@@ -1,8 +1,8 @@
 // The seeds' checks of issue 18 part 3 on runs trained on a CPU with known causes
 // (tests/data/cpu_runs, tools/cpu_runs/runs_checks.py): validation far worse than training from
 // the first evaluation, a loss that falls while its accuracy stays put, a mixed-precision loss
-// scale that keeps halving, and a clip that never acts; each against the healthy runs that
-// look most like it.
+// scale that keeps halving, a clip that never acts, and (on public W&B runs) an idle GPU; each
+// against the healthy runs that look most like it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -101,6 +101,26 @@ TEST_F(RealChecksTest, AClipThatNeverActsIsInformation) {
   ASSERT_EQ(tiny.size(), 1u);
   EXPECT_EQ(tiny[0].severity, Severity::kWarning);
   EXPECT_TRUE(Alarms(ev, "clip_never_active").empty());
+}
+
+// W&B system metrics of public runs: the GAN notebook's GPU 0 is busy about half the time
+// (44 readings, mean 47 %); 1BIMU's SFT run leaves two of its eight GPUs at 0 and runs others
+// at 14-51 %; the bag-of-tricks transformers keep four GPUs at 98-99 %. Low utilization is
+// information only: no run alarms for it.
+TEST_F(RealChecksTest, AnIdleGpuIsInformation) {
+  REQUIRE_SICK_CORPUS();
+  const Evaluation ev = Evaluate({sick + "/wandb-0.17-python", sick + "/wandb-core-0.21", sick + "/wandb-core-0.25"});
+  auto gan = On(ev, "gpu_util_low", "bjoekywl", "system/gpu.0.gpu");
+  ASSERT_EQ(gan.size(), 1u);
+  EXPECT_EQ(gan[0].severity, Severity::kInfo);
+  bool idle_counted = false;
+  for (const auto& o : Of(ev, "gpu_util_low", "42la265j")) {
+    EXPECT_EQ(o.severity, Severity::kInfo);
+    idle_counted |= o.message.find("2 of the 8 GPUs logged stayed idle") != std::string::npos;
+  }
+  EXPECT_TRUE(idle_counted);
+  for (const auto& o : Of(ev, "gpu_util_low", "h48i8h28")) ADD_FAILURE() << o.message;
+  for (const auto& o : Of(ev, "gpu_util_low", "sxn3hk1y")) ADD_FAILURE() << o.message;
 }
 
 }  // namespace

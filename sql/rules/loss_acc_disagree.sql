@@ -22,6 +22,8 @@
 --   drop in the first evaluations and flat after is no trend, but no noise either)
 -- param max_gain = 0.03: the accuracy gained at most this much (as a fraction; x 100 for a
 --   percentage) from the start to the end of its span
+-- param headroom_share = 0.1: and at most this share of what it had left to gain (1 - its
+--   start): an accuracy already at 0.96 that gains 0.01 took a quarter of the way to 1
 -- param acc_z = 2: and its Mann–Kendall z stays below this (no steady climb, however small)
 -- param saturated = 0.98: an accuracy at or above this at its end has nothing left to gain
 --
@@ -73,4 +75,4 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
 FROM judged
 WHERE n >= :min_points AND loss_n >= :min_points AND lo > 0 AND l0 > 0
   AND l1 <= (1 - :min_drop) * l0 AND (lz <= :loss_z OR l0 - l1 >= :noise_k * noise)
-  AND a1 - a0 <= :max_gain AND az < :acc_z AND a1 < :saturated
+  AND a1 - a0 <= :max_gain AND a1 - a0 <= :headroom_share * (1 - a0) AND az < :acc_z AND a1 < :saturated
