@@ -47,7 +47,8 @@ WITH pts AS MATERIALIZED (
          sum(value < prev) AS falls, sum(value > prev) AS rises
   FROM pts WHERE i > CAST(n * :skip_frac AS INTEGER) GROUP BY series_id
 ), scored AS MATERIALIZED (
-  SELECT judged.*, json_extract(ends, '$.end') AS latest,
+  SELECT judged.*, json_extract(ends, '$.end') AS latest, n - CAST(n * :skip_frac AS INTEGER) AS judged_n,
+         (SELECT max(p.value) FROM pts p WHERE p.series_id = judged.series_id) AS peak,
          CASE WHEN json_extract(ends, '$.end') > 0 THEN ln(start / json_extract(ends, '$.end')) / ln(2) END AS halvings,
          (SELECT min(value) FROM pts p WHERE p.series_id = judged.series_id) AS lowest,
          (SELECT p.value FROM pts p WHERE p.series_id = judged.series_id AND p.i = 1) AS initial,
@@ -57,13 +58,15 @@ WITH pts AS MATERIALIZED (
   FROM judged WHERE start > 0
 )
 SELECT series_id, peak_step AS onset_step, from_step AS first_step, last_step,
-       tag || ' fell from ' || printf('%.4g', start) || ' (step ' || from_step || ') to ' || printf('%.4g', latest) ||
-         ' by step ' || last_step || CASE WHEN latest = 0 THEN ' (float underflow: it was halved past the smallest number)'
-                                       WHEN halvings >= 1 THEN ', ' || printf('%.0f', halvings) || ' halvings net' ELSE '' END ||
-         ', falling at ' || falls || ' of its ' || (n - CAST(n * :skip_frac AS INTEGER)) || ' logged points and rising at ' || rises ||
-         CASE WHEN latest < :min_scale
-              THEN '; below ' || printf('%g', :min_scale) || ', the gradients overflow float16 even unscaled'
-              ELSE ': gradients overflow (inf/NaN) every few steps and those steps are skipped' END AS message,
+       tag || ' fell from ' || printf('%.4g', peak) || ' (step ' || peak_step || ') to ' || printf('%.4g', latest) ||
+         ' by step ' || last_step ||
+         CASE WHEN latest = 0 OR (halvings >= :min_halvings AND falls >= :min_falls)
+              THEN CASE WHEN latest = 0 THEN ' (halved past the smallest float: every step is skipped now)'
+                        ELSE ', ' || printf('%.0f', halvings) || ' halvings net since its first calibration' END ||
+                   ', falling at ' || falls || ' of the ' || judged_n || ' logged points since and rising at ' || rises ||
+                   ': gradients are infinite or NaN every few steps, and each of those steps is skipped'
+              ELSE ' and stays below ' || printf('%g', :min_scale) || ' (its lowest ' || printf('%.4g', lowest) ||
+                   '): the gradients overflow float16 even unscaled' END AS message,
        json_object('series', tag, 'initial', initial, 'start', start, 'latest', latest, 'lowest', lowest,
                    'halvings', halvings, 'falls', falls, 'rises', rises, 'points', n,
                    'peak_step', peak_step) AS evidence

@@ -39,10 +39,10 @@ WITH series AS MATERIALIZED (
 )
 SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_step,
        CASE WHEN role = 'steps_per_sec'
-            THEN tag || ': the last ' || :recent || ' points'' median is ' || printf('%.3g', 1 / recent_med) ||
+            THEN tag || ': the last ' || CAST(:recent AS INTEGER) || ' points'' median is ' || printf('%.3g', 1 / recent_med) ||
                  ', ' || printf('%.2f', med / recent_med) || 'x the run''s median ' || printf('%.3g', 1 / med) ||
                  ', and it has been falling steadily (trend z ' || printf('%.1f', -json_extract(j, '$.mk_z')) || ')'
-            ELSE tag || ': the last ' || :recent || ' steps took ' || printf('%.3g', recent_med) || ' (median), ' ||
+            ELSE tag || ': the last ' || CAST(:recent AS INTEGER) || ' steps took ' || printf('%.3g', recent_med) || ' (median), ' ||
                  printf('%.2f', recent_med / med) || 'x the run''s median ' || printf('%.3g', med) ||
                  ', and it has been rising steadily (trend z ' || printf('%.1f', json_extract(j, '$.mk_z')) || ')'
        END AS message,
