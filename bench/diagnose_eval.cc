@@ -697,7 +697,12 @@ bool Generate(Case& c, Rng& r) {
       else if (++clean == growth) scale *= 2, clean = 0;
       if (s % c.interval == 0) c.roles.scale.Add(s, scale);
     }
-    if (k != "scale_ok") c.onset = 0;  // the scale never again stands at its first value
+    if (k != "scale_ok") {  // the collapse begins where the scale last stood at its peak
+      const auto& v = c.roles.scale.v;
+      const double peak = *std::max_element(v.begin(), v.end());
+      for (size_t i = 0; i < v.size(); ++i)
+        if (v[i] >= peak) c.onset = c.roles.scale.step[i];
+    }
     std::snprintf(buf, sizeof buf, ", scale: growth %lld, overflow p %.3f, settle %d", static_cast<long long>(growth), p, settle);
     c.extra += buf;
   } else {

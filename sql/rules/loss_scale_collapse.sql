@@ -49,13 +49,14 @@ WITH pts AS MATERIALIZED (
 ), scored AS MATERIALIZED (
   SELECT judged.*, json_extract(ends, '$.end') AS latest, n - CAST(n * :skip_frac AS INTEGER) AS judged_n,
          (SELECT max(p.value) FROM pts p WHERE p.series_id = judged.series_id) AS peak,
-         CASE WHEN json_extract(ends, '$.end') > 0 THEN ln(start / json_extract(ends, '$.end')) / ln(2) END AS halvings,
+         CASE WHEN json_extract(ends, '$.end') > 0 AND start > 0 THEN ln(start / json_extract(ends, '$.end')) / ln(2) END AS halvings,
          (SELECT min(value) FROM pts p WHERE p.series_id = judged.series_id) AS lowest,
-         (SELECT p.value FROM pts p WHERE p.series_id = judged.series_id AND p.i = 1) AS initial,
-         -- The onset: the last time the scale stood at its peak; it has been below since.
-         (SELECT max(p.step) FROM pts p WHERE p.series_id = judged.series_id
-            AND p.value >= (SELECT max(q.value) FROM pts q WHERE q.series_id = judged.series_id)) AS peak_step
-  FROM judged WHERE start > 0
+         (SELECT p.value FROM pts p WHERE p.series_id = judged.series_id AND p.i = 1) AS initial
+  FROM judged
+), peaked AS MATERIALIZED (
+  -- The onset: the last time the scale stood at its peak; it has been below since.
+  SELECT scored.*, (SELECT max(p.step) FROM pts p WHERE p.series_id = scored.series_id AND p.value >= scored.peak) AS peak_step
+  FROM scored
 )
 SELECT series_id, peak_step AS onset_step, from_step AS first_step, last_step,
        tag || ' fell from ' || printf('%.4g', peak) || ' (step ' || peak_step || ') to ' || printf('%.4g', latest) ||
@@ -70,6 +71,6 @@ SELECT series_id, peak_step AS onset_step, from_step AS first_step, last_step,
        json_object('series', tag, 'initial', initial, 'start', start, 'latest', latest, 'lowest', lowest,
                    'halvings', halvings, 'falls', falls, 'rises', rises, 'points', n,
                    'peak_step', peak_step) AS evidence
-FROM scored
+FROM peaked
 WHERE n >= :min_points
   AND ((halvings >= :min_halvings AND falls >= :min_falls) OR latest < :min_scale)
