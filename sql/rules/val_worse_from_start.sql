@@ -8,7 +8,8 @@
 --   and stays there. The usual causes: the evaluation runs the model in the wrong mode
 --   (model.eval() missing, so BatchNorm normalizes each validation batch by its own statistics,
 --   or dropout stays on; or model.train() missing afterwards), the validation data is
---   preprocessed differently (normalization, resizing, tokenization, label mapping), or the
+--   preprocessed differently (normalization, resizing, tokenization, label mapping), the two
+--   losses are not the same quantity (another loss function, a sum against a mean), or the
 --   training loss is not what it seems (a leak of the target into the inputs, a loss on an
 --   easier subset).
 -- fix: Evaluate one training batch through the validation code path: its loss should equal the
@@ -92,7 +93,10 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
          '), ' || printf('%.3g', first_ratio) || 'x the training loss there (' || printf('%.3g', first_trn) ||
          '), and is ' || printf('%.3g', last_val) || ', ' || printf('%.3g', last_ratio) || 'x, at the latest (step ' ||
          last_step || '; median ' || printf('%.3g', median_ratio) || 'x over ' || n || ' evaluations)' ||
-         CASE WHEN first_val >= 0.8 * untrained
+         CASE WHEN last_trn > 0.8 * untrained
+              THEN ': training itself has hardly moved from its first loss (' || printf('%.3g', untrained) ||
+                   '), so the two may not measure the same thing (another loss function, a sum against a mean)'
+              WHEN first_val >= 0.8 * untrained
               THEN ': validation at its first evaluation was no better than the untrained model (' ||
                    printf('%.3g', untrained) || ') while training had already learned'
               ELSE '' END ||
