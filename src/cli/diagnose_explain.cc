@@ -18,7 +18,7 @@ std::string ExampleTags(const std::string& role) {
   std::string out;
   int n = 0;
   for (const diagnose::RolePattern& p : diagnose::DefaultRolePatterns()) {
-    if (p.role != role || !p.run_glob.empty() || p.tag_glob.find('*') != std::string::npos) continue;
+    if (p.role != role || !p.run_glob.empty() || p.tag_glob.find_first_of("*?[") != std::string::npos) continue;
     out += (n ? ", '" : "'") + p.tag_glob + "'";
     if (++n == 3) break;
   }
