@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "base/clock.h"
@@ -15,6 +16,7 @@
 #include "diagnose/report.h"
 #include "diagnose/verdict.h"
 #include "cli/console_log.h"
+#include "cli/diagnose_explain.h"
 #include "store/store.h"
 
 namespace tw::cli {
@@ -46,6 +48,9 @@ options:
   --set ID.PARAM=V  override one rule parameter (repeatable), e.g. loss_spikes.z=10
   --now SECONDS     evaluate as of this unix time (default: now; for stale-run checks)
   --timing          also print the time each rule took (on stderr), for rule authors
+  --explain GLOB    instead of diagnosing, say per matching run which roles its tags play and
+                    which checks cannot run on it, each with the role (and example tags) that
+                    would enable it: a check without what it reads is silent, not a clean bill
   --help            this text
 
 exit status: 0 when it ran (whatever it found), 1 when the store or a rule failed to load,
@@ -125,10 +130,30 @@ Result<std::vector<int64_t>> RunsMatching(store::Db& db, const std::optional<std
   return ids;
 }
 
+// diagnose --explain GLOB: the roles of each matching run and the checks it cannot feed.
+int Explain(diagnose::Engine& engine, const std::string& glob, const diagnose::EngineOptions& options) {
+  Result<std::vector<int64_t>> ids = RunsMatching(engine.db(), glob);
+  Result<diagnose::RoleMap> map = ids.ok() ? engine.Roles(&*ids) : Result<diagnose::RoleMap>(ids.status());
+  Result<store::Stmt> q = engine.db().Prepare("SELECT run_id, name FROM runs");
+  if (!map.ok() || !q.ok()) {
+    std::cerr << "trainwatch: " << (map.ok() ? q.status() : map.status()).message() << "\n";
+    return 1;
+  }
+  std::map<int64_t, std::string> names;
+  if (Status st = q->EachRow([&] { names[q->Int(0)] = q->Text(1); }); !st.ok()) {
+    std::cerr << "trainwatch: " << st.message() << "\n";
+    return 1;
+  }
+  std::vector<std::string> errors;  // Engine::Open reported them already
+  const std::vector<diagnose::Rule> rules = diagnose::LoadRules(options.rules_dir, &errors);
+  std::cout << ExplainRuns(*map, names, rules, options.disabled);
+  return 0;
+}
+
 }  // namespace
 
 int CmdDiagnose(const Args& args) {
-  Flags f(args, {"db", "log", "profiles-dir", "run", "format", "config", "rules-dir", "set", "now"},
+  Flags f(args, {"db", "log", "profiles-dir", "run", "format", "config", "rules-dir", "set", "now", "explain"},
           {"help", "timing"});
   if (f.Has("help")) return Usage(kDiagnoseHelp);
   if (!f.error().empty()) return Usage(kDiagnoseHelp, f.error());
@@ -166,6 +191,7 @@ int CmdDiagnose(const Args& args) {
     return 1;
   }
   for (const auto& e : (*engine)->load_errors()) std::cerr << "trainwatch: rule skipped: " << e << "\n";
+  if (auto glob = f.Get("explain")) return Explain(**engine, *glob, options);
   Result<std::vector<int64_t>> runs = RunsMatching((*engine)->db(), f.Get("run"));
   if (!runs.ok()) {
     std::cerr << "trainwatch: " << runs.status().message() << "\n";

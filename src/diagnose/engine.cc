@@ -415,10 +415,7 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
         ev.incomplete_rules.insert(p->rule->id);
         continue;
       }
-      const auto& have = roles[run];
-      if (!std::all_of(p->rule->roles.begin(), p->rule->roles.end(),
-                       [&](const std::string& r) { return have.count(r); }))
-        continue;
+      if (!p->rule->CanRunWith(roles[run])) continue;
       if (p->over_limit != RuleLimits::Hit::kNone || p->Benched(start)) {
         ev.incomplete_rules.insert(p->rule->id);
         continue;

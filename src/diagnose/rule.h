@@ -4,6 +4,7 @@
 //   -- title: Loss spikes that recur or do not recover
 //   -- severity: warning                 info | warning | critical (a row may override)
 //   -- roles: train_loss                 the run must have every role listed
+//   -- roles_any: val_loss, val_acc      and at least one of these (what else it reads)
 //   -- scope: run                        run (default): once per examined run, :run_id bound;
 //                                        all: once per cycle over every run (rows name run_id)
 //   -- for: 0                            seconds of the run's own time the condition must hold
@@ -20,6 +21,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,7 @@ struct Rule {
   std::string title;
   Severity severity = Severity::kWarning;
   std::vector<std::string> roles;
+  std::vector<std::string> roles_any;  // at least one of these too (empty: no such need)
   bool scope_all = false;
   double for_seconds = 0;
   std::vector<std::string> inhibited_by;
@@ -51,6 +54,8 @@ struct Rule {
   std::string origin;  // file path, or "builtin:NAME.sql"
   int sql_line = 1;    // the line its SELECT starts on (messages about the rule name origin:line)
   std::string Where() const { return origin + ":" + std::to_string(sql_line); }
+  // Whether a run with these roles gives the rule what it reads (`roles` and `roles_any`).
+  bool CanRunWith(const std::set<std::string>& have) const;
 };
 
 // Parses one rule file's text. Errors name `origin` and the line.
