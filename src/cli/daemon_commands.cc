@@ -200,6 +200,11 @@ int CmdStatus(const Args& args) {
     std::string dir;
     for (bool first = true; std::getline(unreadable, dir); first = false)
       std::cout << (first ? "" : ",") << JsonQuote(dir);
+    std::cout << "],\"alerts_unmatched\":[";
+    std::istringstream unmatched(state("alerts_unmatched"));
+    std::string alert;
+    for (bool first = true; std::getline(unmatched, alert); first = false)
+      std::cout << (first ? "" : ",") << JsonQuote(alert);
     std::cout << "],\"inotify\":" << JsonQuote(state("inotify"))
               << ",\"last_rescan\":" << (state("last_rescan").empty() ? "null" : state("last_rescan"))
               << ",\"runs\":" << r->runs << ",\"series\":" << r->series
@@ -262,6 +267,9 @@ int CmdStatus(const Args& args) {
   std::istringstream unreadable(state("unreadable"));
   for (std::string dir; std::getline(unreadable, dir);)
     std::cout << "unreadable:  " << dir << " (permission denied; the event files below it are not read)\n";
+  std::istringstream unmatched(state("alerts_unmatched"));
+  for (std::string alert; std::getline(unmatched, alert);)
+    std::cout << "alert:       " << alert << " (for a day or more: a typo in its tag or role?)\n";
   if (!state("inotify").empty()) std::cout << "inotify:     " << state("inotify") << "\n";
   std::cout << "last rescan: " << Ago(state("last_rescan")) << "\n";
   std::cout << "runs:        " << r->runs << " (" << r->series << " series, "
