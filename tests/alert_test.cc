@@ -77,7 +77,10 @@ TEST(AlertConfig, MistakesAreRefusedWithFileAndLine) {
   };
   for (const BadAlert& c : cases) {
     Result<app::Config> r = Parse(c.toml);
-    ASSERT_FALSE(r.ok()) << "accepted:\n" << c.toml;
+    if (r.ok()) {
+      ADD_FAILURE() << "accepted:\n" << c.toml;
+      continue;
+    }
     EXPECT_NE(r.status().message().find("/etc/tw/tw.toml:" + c.expected), std::string::npos)
         << r.status().message() << "\n  expected: " << c.expected << "\n  from:\n" << c.toml;
   }
@@ -129,6 +132,17 @@ TEST(AlertConfig, TheExampleConfigsAlertsParse) {
                                             "role train_loss in runs '*': above 5",
                                             "tag 'perf/samples_per_sec' in runs '*': change of -30% over 15m",
                                             "role val_loss in runs '*': absent for 2h"}));
+}
+
+// The rule header key an alert's new_best uses is a rule file's too; a wrong value is refused
+// with its line.
+TEST(AlertConfig, TheFiresHeaderKey) {
+  Result<diagnose::Rule> ok = diagnose::ParseRule("-- id: r\n-- fires: once_per_onset\nSELECT 'x' AS message", "r.sql");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->once_per_onset);
+  Result<diagnose::Rule> bad = diagnose::ParseRule("-- id: r\n-- fires: sometimes\nSELECT 'x' AS message", "r.sql");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "r.sql:2: fires must be per_condition (the default) or once_per_onset");
 }
 
 // A name a rule already has would make two rules of one id: refused before the store opens.
