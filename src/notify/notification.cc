@@ -14,7 +14,7 @@ diagnose::Severity Notification::level() const {
   return l;
 }
 
-std::string ToPayload(const Notification& n) {
+std::string ToPayload(const Notification& n, std::string_view link) {
   Json f;
   auto opt = [&](const char* key, const std::optional<int64_t>& v) {
     if (v) f.Num(key, static_cast<double>(*v));
@@ -30,6 +30,7 @@ std::string ToPayload(const Notification& n) {
   Json j;
   j.Num("version", 1).Str("type", n.event).Num("time", n.time).Nested("finding", f)
       .Str("sparkline", n.sparkline);
+  if (!link.empty()) j.Str("link", std::string(link));
   return j.str();
 }
 

@@ -117,7 +117,8 @@ std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n) {
     };
     if (tmpl[i] == '{' &&
         (try_key("{run}", n.run) || try_key("{series}", n.series) || try_key("{rule}", n.rule) ||
-         try_key("{step}", n.onset_step ? std::to_string(*n.onset_step) : std::string())))
+         try_key("{step}", n.onset_step ? std::to_string(*n.onset_step) : std::string()) ||
+         try_key("{finding_id}", std::to_string(n.finding_id))))
       continue;
     out += tmpl[i++];
   }
