@@ -66,7 +66,8 @@ constexpr const char* kStatusHelp = R"(usage: trainwatch status --db FILE [--jso
 
 What the daemon writing FILE is doing: its roots and console-log globs, runs, event files by
 state, ingest lag (bytes written to event files but not yet in the store), errors in the last
-hour, and when it last rescanned; whether a daemon holds the store now, and what it waits on (a store another
+hour, and when it last rescanned; [[alert]]s that have watched no series for a day (a typo in
+a tag?); whether a daemon holds the store now, and what it waits on (a store another
 process keeps locked, say). Reads the store read-only (as immutable on read-only media); works
 whether or not the daemon runs.
 
