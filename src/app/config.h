@@ -58,6 +58,8 @@ struct Config {
   bool rules_enabled = true;
   int64_t rules_interval_ms = 2000;   // a cycle at most this often while data arrives
   int64_t rules_all_interval_ms = 60000;  // scope-all rules (stale runs) at most this often
+  // An [[alert]] that watches no series for this long is reported ([rules] alert_unmatched_hours).
+  double alert_unmatched_seconds = 86400;
   diagnose::EngineOptions rules;
   // Notifications ([notify] and [[notify.channel]]): none configured means the console.
   std::vector<notify::ChannelConfig> channels;

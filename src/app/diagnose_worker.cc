@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "base/clock.h"
@@ -152,6 +153,10 @@ void DiagnoseWorker::Loop() {
           tracker_ = std::move(*t);
           log::Info("diagnosis: " + std::to_string(engine_->rules().size()) + " rules loaded");
           examine_all_ = true;
+          // New alerts: each has its day to find a series again.
+          unmatched_since_.clear();
+          if (!unmatched_reported_.empty() && on_unmatched_) on_unmatched_("");
+          unmatched_reported_.clear();
         } else {
           log::Error("diagnosis disabled: " + t.status().message());
         }
@@ -175,6 +180,14 @@ void DiagnoseWorker::Loop() {
       }
     }
     const auto now = Clock::now();
+    // What the alerts watch, every tenth of the reporting delay (at most every minute), busy or
+    // quiet: cheap counts, on the role map this engine has built so far.
+    const auto watch_every = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::min(60.0, config_.alert_unmatched_seconds / 10)));
+    if (!config_.rules.alerts.empty() && now - watch_checked_ >= watch_every) {
+      watch_checked_ = now;
+      CheckAlertsWatch();
+    }
     // Live slices are `rules_interval_ms` apart. History slices, while the writer reads (a
     // backfill), at least 5x their own cost apart: a bounded share of the machine. Once it is
     // idle they follow each other (the thread is niced; live slices, when due, still go first).
@@ -201,6 +214,7 @@ void DiagnoseWorker::Loop() {
     const bool ok = (!live || Examine(slice, false, /*critical_only=*/true)) && Examine(slice, all);
     if (history) EndHistorySlice();
     if (ok) for (int64_t run : slice) todo_.erase(run);  // else tried again after the gap
+
     const auto cost = Clock::now() - now;
     if (!live) last_cost = cost;
     if (ok && !slice.empty()) {
@@ -222,6 +236,42 @@ void DiagnoseWorker::Loop() {
       history_examined_ = 0;
     }
   }
+}
+
+void DiagnoseWorker::CheckAlertsWatch() {
+  Result<std::map<std::string, int64_t>> counts = engine_->AlertMatches();
+  if (!counts.ok()) return;  // the store is busy or in trouble: the slices say so
+  const double now = UnixNow();
+  bool changed = false;
+  for (const diagnose::Alert& a : config_.rules.alerts) {
+    const std::string where = a.name + " (" + a.file + ":" + std::to_string(a.line) + ")";
+    if ((*counts)[a.name] > 0) {
+      unmatched_since_.erase(a.name);
+      if (unmatched_reported_.erase(a.name)) {
+        log::Notice("alert " + where + " watches " + std::to_string((*counts)[a.name]) + " series now");
+        changed = true;
+      }
+      continue;
+    }
+    const double since = unmatched_since_.emplace(a.name, now).first->second;
+    if (now - since >= config_.alert_unmatched_seconds && unmatched_reported_.insert(a.name).second) {
+      const double held = now - since;
+      log::Warning("alert " + where + " has watched no series for " +
+                   (held >= 3600 ? std::to_string(std::llround(held / 3600)) + " h: "
+                                 : std::to_string(std::llround(held)) + " s: ") +
+                   diagnose::DescribeTarget(a) +
+                   " matches nothing (a typo? `trainwatch rules --config FILE --db STORE` shows what each "
+                   "alert watches)");
+      changed = true;
+    }
+  }
+  if (!changed || !on_unmatched_) return;
+  std::string lines;
+  for (const diagnose::Alert& a : config_.rules.alerts)
+    if (unmatched_reported_.count(a.name))
+      lines += (lines.empty() ? "" : "\n") + a.name + " (" + a.file + ":" + std::to_string(a.line) + "): " +
+               diagnose::DescribeTarget(a) + " matches nothing";
+  on_unmatched_(lines);
 }
 
 void DiagnoseWorker::PreemptHistory(int64_t run) {

@@ -73,10 +73,13 @@ accuracies and scores) and why. Rules speak of roles; a tag with no role is not 
 Patterns in the config's [roles] section go first (role "ignore" takes tags out of every role).
 )";
 
-constexpr const char* kRulesHelp = R"(usage: trainwatch rules [--config FILE] [--rules-dir DIR] [--verbose]
+constexpr const char* kRulesHelp = R"(usage: trainwatch rules [--config FILE] [--rules-dir DIR] [--db FILE] [--verbose]
 
 Lists the diagnosis rules that would run: id, severity, the roles a run needs, the
-parameters with their values (defaults, or the config's), and where each comes from.
+parameters with their values (defaults, or the config's), and where each comes from; the
+config's [[alert]] tables among them, each with what it watches, its condition and its
+file:line. --db FILE adds how many series each alert watches in that store now (an alert that
+watches nothing is said so: a typo in its tag, or a tag not logged yet).
 --verbose adds each rule's likely cause and fix. Rules that do not load are listed with why.
 )";
 
@@ -217,21 +220,45 @@ int CmdDiagnose(const Args& args) {
 }
 
 int CmdRules(const Args& args) {
-  Flags f(args, {"config", "rules-dir", "set"}, {"help", "verbose"});
+  Flags f(args, {"config", "rules-dir", "set", "db"}, {"help", "verbose"});
   if (f.Has("help")) return Usage(kRulesHelp);
   if (!f.error().empty()) return Usage(kRulesHelp, f.error());
   diagnose::EngineOptions options;
   std::string error;
   if (!EngineOptionsFrom(f, &options, &error)) return Usage(kRulesHelp, error);
   std::vector<std::string> errors;
-  const std::vector<diagnose::Rule> rules = diagnose::LoadRules(options.rules_dir, &errors);
+  const std::vector<diagnose::Rule> rules = diagnose::AllRules(options, &errors);
+  // With a store: how many series each alert watches there now (the roles of every run mapped).
+  std::map<std::string, int64_t> watched;
+  if (auto db = f.Get("db"); db && !options.alerts.empty()) {
+    Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(*db, options);
+    Result<diagnose::RoleMap> map = engine.ok() ? (*engine)->Roles(nullptr) : Result<diagnose::RoleMap>(engine.status());
+    Status st = map.ok() ? diagnose::WriteRoleTable((*engine)->db(), *map) : map.status();
+    Result<std::map<std::string, int64_t>> counts = st.ok() ? (*engine)->AlertMatches() : Result<std::map<std::string, int64_t>>(st);
+    if (!counts.ok()) {
+      std::cerr << "trainwatch: " << counts.status().message() << "\n";
+      return 1;
+    }
+    watched = std::move(*counts);
+  }
   for (const auto& r : rules) {
     std::cout << r.id << "  [" << diagnose::SeverityName(r.severity) << "]"
               << (options.disabled.count(r.id) ? " (disabled)" : "") << "  " << r.title << "\n";
-    std::string roles;
-    for (const auto& x : r.roles) roles += (roles.empty() ? "" : ", ") + x;
-    std::cout << "    needs: " << (roles.empty() ? "-" : roles) << (r.scope_all ? "; runs over every run" : "")
-              << "; from " << r.origin << "\n";
+    if (r.alert) {
+      auto a = std::find_if(options.alerts.begin(), options.alerts.end(),
+                            [&](const diagnose::Alert& x) { return x.name == r.id; });
+      std::cout << "    alert: " << diagnose::DescribeTarget(*a) << ": " << diagnose::DescribeCondition(*a)
+                << (a->for_seconds > 0 ? ", held for " + std::to_string(std::llround(a->for_seconds)) + " s" : "")
+                << "; from " << r.Where() << "\n";
+      if (auto w = watched.find(r.id); w != watched.end())
+        std::cout << "    watches " << (w->second == 0 ? std::string("no series in this store now (a typo, or not logged yet?)")
+                                                      : std::to_string(w->second) + " series in this store now") << "\n";
+    } else {
+      std::string roles;
+      for (const auto& x : r.roles) roles += (roles.empty() ? "" : ", ") + x;
+      std::cout << "    needs: " << (roles.empty() ? "-" : roles) << (r.scope_all ? "; runs over every run" : "")
+                << "; from " << r.origin << "\n";
+    }
     for (const auto& p : r.params) {
       double v = p.default_value;
       auto o = options.params.find(r.id);

@@ -46,6 +46,12 @@ std::vector<std::string> ConfigErrorsFor(const EngineOptions& options, const std
                        [&](const RuleParam& p) { return p.name == name; }))
         errors.push_back("config: [rules." + id + "]: rule " + id + " has no parameter '" + name + "'");
   }
+  for (const Alert& a : options.alerts) {
+    auto same = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == a.name; });
+    if (same != all.end() && !same->alert)
+      errors.push_back("config: " + a.file + ":" + std::to_string(a.line) + ": [[alert]] name '" + a.name +
+                       "' is the id of the rule from " + same->origin + ": an alert needs a name of its own");
+  }
   return errors;
 }
 
@@ -67,9 +73,28 @@ std::string Fmt(double v) {
 
 }  // namespace
 
+std::vector<Rule> AllRules(const EngineOptions& options, std::vector<std::string>* errors) {
+  std::vector<Rule> all = LoadRules(options.rules_dir, errors);
+  const size_t rules = all.size();
+  for (Rule& r : AlertRules(options.alerts, errors))
+    if (std::none_of(all.begin(), all.begin() + rules, [&](const Rule& x) { return x.id == r.id; }) &&
+        r.id != kRunVerdictId)
+      all.push_back(std::move(r));
+  return all;
+}
+
 std::vector<std::string> ConfigErrors(const EngineOptions& options) {
-  std::vector<std::string> unused;  // broken rule files are not the config's mistake
-  return ConfigErrorsFor(options, LoadRules(options.rules_dir, &unused));
+  std::vector<std::string> rule_errors;  // broken rule files are not the config's mistake
+  const std::vector<Rule> all = AllRules(options, &rule_errors);
+  std::vector<std::string> errors = ConfigErrorsFor(options, all);
+  // An alert whose generated rule does not parse is: say so (AlertRule names its file:line).
+  for (const Alert& a : options.alerts)
+    if (Result<Rule> r = AlertRule(a); !r.ok()) errors.push_back("config: " + r.status().message());
+  for (const Alert& a : options.alerts)
+    if (a.name == kRunVerdictId)
+      errors.push_back("config: " + a.file + ":" + std::to_string(a.line) + ": [[alert]] name '" + a.name +
+                       "' is reserved (the verdict the engine computes)");
+  return errors;
 }
 
 struct Engine::Prepared {
@@ -155,7 +180,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   if (!step_metrics.ok()) return step_metrics.status();
   e->step_metrics_ = std::make_unique<StepMetrics>(std::move(*step_metrics));
 
-  const std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
+  const std::vector<Rule> all = AllRules(e->options_, &e->load_errors_);
   for (const auto& r : all)
     if (!e->options_.disabled.count(r.id)) e->rules_.push_back(r);
   for (auto& err : ConfigErrorsFor(e->options_, all)) e->load_errors_.push_back(std::move(err));
@@ -237,6 +262,18 @@ Result<std::vector<int64_t>> Engine::ChangedRuns() {
   return changed;
 }
 
+Result<std::map<std::string, int64_t>> Engine::AlertMatches() {
+  std::map<std::string, int64_t> out;
+  for (const Alert& a : options_.alerts) {
+    Result<store::Stmt> q = db_->Prepare(AlertMatchCountSql(a));
+    if (!q.ok()) return q.status();
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    out[a.name] = *row ? q->Int(0) : 0;
+  }
+  return out;
+}
+
 Result<RoleMap> Engine::Roles(const std::vector<int64_t>* runs) {
   return AssignRoles(*db_, patterns_, runs);
 }
@@ -312,6 +349,7 @@ Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, E
     o.rule = r.id;
     o.title = r.title;
     o.severity = r.severity;
+    o.once_per_onset = r.once_per_onset;
     o.run_id = p.col[kRunId] >= 0 && !s.IsNull(p.col[kRunId]) ? s.Int(p.col[kRunId]) : run_id.value_or(0);
     o.series_id = p.col[kSeriesId] >= 0 && !s.IsNull(p.col[kSeriesId]) ? s.Int(p.col[kSeriesId]) : 0;
     if (p.col[kSeverity] >= 0 && !s.IsNull(p.col[kSeverity])) {

@@ -145,6 +145,10 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
         return fail("for must be a number of seconds >= 0");
     } else if (key == "inhibited_by") {
       r.inhibited_by = SplitList(value);
+    } else if (key == "fires") {
+      if (value != "once_per_onset" && value != "per_condition")
+        return fail("fires must be per_condition (the default) or once_per_onset");
+      r.once_per_onset = value == "once_per_onset";
     } else if (key == "cause") {
       r.cause = std::string(value);
       last_text = &r.cause;
@@ -153,7 +157,7 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
       last_text = &r.fix;
     } else {
       return fail("unknown header key '" + std::string(key) +
-                  "' (expected id, title, severity, roles, roles_any, scope, for, inhibited_by, param, cause, fix)");
+                  "' (expected id, title, severity, roles, roles_any, scope, for, inhibited_by, fires, param, cause, fix)");
     }
   }
   if (r.id.empty()) return InvalidArgument(origin + ": the header has no '-- id:' line");

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/json.h"
+#include "diagnose/roles.h"
 #include "diagnose/stats.h"
 
 namespace tw::diagnose {
@@ -717,6 +718,15 @@ void SparklineFinal(Acc& a, sqlite3_context* ctx) {
 // pid that exists (kill 0 succeeds, or says EPERM) is alive: 1, else 0. Another host, or a
 // name that does not say: NULL. (A pid reused since is taken for the writer: rare, and only
 // ever makes a silent run look hung rather than dead.)
+// tw_glob(pattern, text): the role patterns' glob (roles.h GlobMatch: case-insensitive, `*`
+// crossing `/`), for [[alert]] rules' run and tag patterns; NULL for a NULL argument.
+void GlobFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const unsigned char* pattern = sqlite3_value_text(argv[0]);
+  const unsigned char* text = sqlite3_value_text(argv[1]);
+  if (!pattern || !text) return sqlite3_result_null(ctx);
+  sqlite3_result_int(ctx, GlobMatch(reinterpret_cast<const char*>(pattern), reinterpret_cast<const char*>(text)));
+}
+
 void WriterAliveFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
   const unsigned char* raw = sqlite3_value_text(argv[0]);
   if (!raw) return sqlite3_result_null(ctx);
@@ -787,6 +797,9 @@ Status RegisterSqlFunctions(store::Db& db) {
   if (sqlite3_create_function_v2(db.raw(), "tw_writer_alive", 1, SQLITE_UTF8, nullptr, WriterAliveFn,
                                  nullptr, nullptr, nullptr) != SQLITE_OK)
     return db.Error("registering tw_writer_alive");
+  if (sqlite3_create_function_v2(db.raw(), "tw_glob", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, GlobFn,
+                                 nullptr, nullptr, nullptr) != SQLITE_OK)
+    return db.Error("registering tw_glob");
   for (const Def& d : kDefs) {
     const int rc = sqlite3_create_function_v2(db.raw(), d.name, d.nargs, SQLITE_UTF8, nullptr,
                                               nullptr, d.with_step ? StepFn<true> : StepFn<false>,
