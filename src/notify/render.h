@@ -34,6 +34,11 @@ std::vector<std::pair<std::string, std::string>> EvidenceItems(const Notificatio
 // ✅ resolved, else 🔴 critical, 🟠 warning, 🔵 info: how chat messages open.
 std::string StatusEmoji(const Notification& n);
 
+// The headings of a message's cause and fix: "Likely cause" and "What to do" for a finding;
+// "How it ended" and "What to keep" for a run that ended.
+std::string CauseLabel(const Notification& n);
+std::string FixLabel(const Notification& n);
+
 // One line for the console channel.
 std::string ConsoleLine(const Notification& n);
 
