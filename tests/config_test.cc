@@ -121,6 +121,32 @@ TEST_F(Config, WebListensOnLoopbackOrWithATokenOnly) {
   EXPECT_EQ(c->web_token, "from-env");
 }
 
+// [web] base_url: every channel without a link of its own links each finding to its run's page.
+TEST_F(Config, WebBaseUrlLinksEveryChannelWithoutItsOwnLink) {
+  Result<app::Config> c = Load(
+      "[web]\nbase_url = \"https://tw.example.org/\"\n"
+      "[[notify.channel]]\nname = \"a\"\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/a\"\n"
+      "[[notify.channel]]\nname = \"b\"\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/b\"\n"
+      "link = \"http://tb:6006/#{run}\"\n");
+  ASSERT_FALSE(c.ok());  // channel URLs in a file its group can read: chmod 600, as users must
+  fs::permissions(path_, fs::perms::owner_read | fs::perms::owner_write);
+  c = app::LoadConfigFile(path_);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->web_base_url, "https://tw.example.org");
+  const auto channels = app::EffectiveChannels(*c);
+  ASSERT_EQ(channels.size(), 2u);
+  EXPECT_EQ(channels[0].link_template, "https://tw.example.org/findings/{finding_id}");
+  EXPECT_EQ(channels[1].link_template, "http://tb:6006/#{run}");
+  app::Config none = *c;
+  none.channels.clear();  // the console channel gets it too
+  EXPECT_EQ(app::EffectiveChannels(none).at(0).link_template, "https://tw.example.org/findings/{finding_id}");
+  for (const std::string bad : {"tw.example.org", "https://x/?a=1", "ftp://x", "https://x/{run}"}) {
+    const std::string e = LoadError("[web]\nbase_url = \"" + bad + "\"\n");
+    EXPECT_NE(e.find(path_ + ":2:"), std::string::npos) << bad << ": " << e;
+    EXPECT_NE(e.find("base_url"), std::string::npos) << e;
+  }
+}
+
 TEST_F(Config, RolesTakesEveryRoleARunCanHold) {
   Result<app::Config> c = Load("[roles]\ngan_loss = [\"D_loss\", \"G_loss\"]\nval_metric = [\"eval/bleu\"]\n"
                                "ignore = [\"debug/*\"]\n");

@@ -489,6 +489,36 @@ TEST_F(NotifyDelivery, AWebhookReceivesThePayloadAsItWasQueued) {
   EXPECT_EQ(server_.requests()[0].body, queued);
 }
 
+// [web] base_url gives channels a link template (app::EffectiveChannels): a webhook's payload
+// carries the finding's link, Slack's message links it, single and grouped.
+TEST_F(NotifyDelivery, AChannelsLinkReachesTheWebhookPayloadAndTheSlackMessage) {
+  ChannelConfig hook = Channel("webhook", "hook");
+  hook.link_template = "http://tw.example:8421/findings/{finding_id}";
+  ChannelConfig slack = Channel("slack", "slack");
+  slack.link_template = hook.link_template;
+  ChannelConfig plain = Channel("webhook", "plain");
+  Notification n = Finding();
+  n.finding_id = 42;
+  Queue({hook, slack, plain}, 1, 1000, n);
+  auto d = Open({hook, slack, plain});
+  ASSERT_EQ(Run(*d, 1000).size(), 3u);
+  ASSERT_EQ(server_.requests().size(), 3u);
+  int linked = 0;
+  for (const auto& r : server_.requests()) {
+    const bool has = r.body.find("http://tw.example:8421/findings/42") != std::string::npos;
+    if (r.target == "/hook" && r.body.find("\"link\"") == std::string::npos) {
+      EXPECT_FALSE(has);  // the plain webhook: no link member
+      continue;
+    }
+    EXPECT_TRUE(has) << r.target << " " << r.body;
+    linked++;
+  }
+  EXPECT_EQ(linked, 2);
+  const std::string group = GroupPayload(Group{"group", {}, {n}, 0}, "hook", 1000, hook.link_template);
+  EXPECT_EQ(json::parse(group).at("notifications").as_array().at(0).at("link").as_string(),
+            "http://tw.example:8421/findings/42");
+}
+
 TEST_F(NotifyDelivery, MessagesOfARemovedChannelAreDeadNotLost) {
   Queue({Channel("webhook", "old")}, 1);
   auto d = Open({Channel("webhook", "new")});

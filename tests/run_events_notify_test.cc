@@ -96,6 +96,10 @@ TEST(RunEventsNotify, SlackSaysWhatHappenedToWhichRun) {
   const std::string crash = notify::SlackMessage(RunEvent("run.crashed"), "");
   EXPECT_NE(crash.find("💥 Run crashed: exp/bert-1"), std::string::npos);
   EXPECT_EQ(notify::ConsoleLine(RunEvent("run.finished")).rfind("notify: run.finished: exp/bert-1 finished", 0), 0u);
+  // Links: a template over the run works; [web] base_url's finding page does not exist for it.
+  EXPECT_EQ(notify::ExpandLinkTemplate("http://tb:6006/#scalars&regexInput={run}", RunEvent("run.finished")),
+            "http://tb:6006/#scalars&regexInput=exp%2Fbert-1");
+  EXPECT_EQ(notify::ExpandLinkTemplate("https://tw.example.org/findings/{finding_id}", RunEvent("run.finished")), "");
 }
 
 // QueueRunEvent: once per channel under a stable key; a silence of the run, or of the event as

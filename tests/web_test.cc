@@ -19,6 +19,7 @@
 #include "support/daemon_process.h"
 #include "support/event_writer.h"
 #include "support/test_env.h"
+#include "support/web_client.h"
 #include "web/downsample.h"
 #include "web/server.h"
 
@@ -36,44 +37,11 @@ constexpr int64_t kSpikeStep = 61234;
 constexpr float kSpike = 1e6f;
 constexpr const char* kHostileTag = "weird<script>\"";
 
-struct Reply {
-  unsigned status = 0;
-  std::map<std::string, std::string> headers;  // lower-cased names
-  std::string body;
-  json::value Json() const { return json::parse(body); }
-};
-
-// One GET on a fresh connection. Asynchronous underneath only for the time limit (a tcp_stream
-// times out its asynchronous operations): a hung server throws here instead of hanging the test.
-Reply Get(uint16_t port, const std::string& target, std::vector<std::pair<std::string, std::string>> headers = {},
-          const std::string& host = "") {
-  asio::io_context io;
-  beast::tcp_stream stream(io);
-  http::request<http::empty_body> req(http::verb::get, target, 11);
-  req.set(http::field::host, host.empty() ? "127.0.0.1:" + std::to_string(port) : host);
-  for (const auto& [k, v] : headers) req.set(k, v);
-  beast::flat_buffer buf;
-  http::response<http::string_body> res;
-  beast::error_code failed;
-  stream.expires_after(std::chrono::seconds(10));
-  stream.async_connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), [&](beast::error_code ec) {
-    if (ec) return void(failed = ec);
-    http::async_write(stream, req, [&](beast::error_code ec, size_t) {
-      if (ec) return void(failed = ec);
-      http::async_read(stream, buf, res, [&](beast::error_code ec, size_t) { failed = ec; });
-    });
-  });
-  io.run();
-  if (failed) throw std::runtime_error("GET " + target + ": " + failed.message());
-  Reply r;
-  r.status = res.result_int();
-  for (const auto& f : res) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers[name] = std::string(f.value());
-  }
-  r.body = res.body();
-  return r;
+using Reply = testing::WebReply;
+using testing::WebGet;
+// One GET on a fresh connection (support/web_client.h).
+Reply Get(uint16_t port, const std::string& target, testing::WebHeaders headers = {}, const std::string& host = "") {
+  return WebGet(port, target, headers, host);
 }
 
 void WriteRun(const std::string& dir, const std::vector<std::pair<std::string, std::function<float(int64_t)>>>& tags,

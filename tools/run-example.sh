@@ -32,7 +32,7 @@ trap stop INT TERM EXIT
 
 web=${TRAINWATCH_WEB:-127.0.0.1:8421}
 echo "== trainwatch daemon --logdir $logdir --db $db --web $web   (Ctrl-C to stop)"
-echo "== the web view's JSON API (docs/web.md): http://$web/api/runs"
+echo "== the web view: http://$web/   (its JSON API, docs/web.md: http://$web/api/runs)"
 $tw daemon --logdir "$logdir" --db "$db" --rescan-interval 5 --web "$web" &
 daemon=$!
 if [ "$seconds" -gt 0 ]; then

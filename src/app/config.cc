@@ -428,7 +428,15 @@ Status LoadGroupingKeys(const std::string& path, const Section& cs, double max_a
 // token_credential), which any address beyond loopback requires (docs/web.md).
 Status LoadWebSection(const std::string& path, const toml::table& t, Config* c) {
   Section w(path, "web", t);
-  TW_RETURN_IF_ERROR(w.CheckKeys({"listen", "token", "token_env", "token_credential"}));
+  TW_RETURN_IF_ERROR(w.CheckKeys({"listen", "token", "token_env", "token_credential", "base_url"}));
+  TW_RETURN_IF_ERROR(w.Get("base_url", "a string (the view's URL as people reach it)", &c->web_base_url));
+  if (const toml::node* n = w.node("base_url")) {
+    while (!c->web_base_url.empty() && c->web_base_url.back() == '/') c->web_base_url.pop_back();
+    Result<notify::Url> u = notify::ParseUrl(c->web_base_url);
+    if (!u.ok() || c->web_base_url.find_first_of("?#{} \"'<>") != std::string::npos)
+      return InvalidArgument(Where(path, n->source()) + "[web] base_url must be an http(s) URL without a query, "
+                             "like https://trainwatch.example.org or http://gpu-3:8421");
+  }
   TW_RETURN_IF_ERROR(w.Get("listen", "a string (ADDRESS:PORT, like 127.0.0.1:8421)", &c->web_listen));
   bool literal = false;
   TW_RETURN_IF_ERROR(GetSecret(path, "[web]", w, "token", &c->web_token, &literal));
@@ -725,8 +733,13 @@ Status AddCommandLineChannels(const CommandLineUrls& urls, Config* config) {
 }
 
 std::vector<notify::ChannelConfig> EffectiveChannels(const Config& config) {
-  if (!config.channels.empty()) return config.channels;
-  return {notify::ChannelConfig::Defaults("console", "console")};
+  std::vector<notify::ChannelConfig> out = config.channels;
+  if (out.empty()) out.push_back(notify::ChannelConfig::Defaults("console", "console"));
+  // [web] base_url: a link to the finding on its run's page, where a channel has none of its own.
+  if (!config.web_base_url.empty())
+    for (notify::ChannelConfig& c : out)
+      if (c.link_template.empty()) c.link_template = config.web_base_url + "/findings/{finding_id}";
+  return out;
 }
 
 std::string DefaultDbPath() {

@@ -68,6 +68,9 @@ struct Config {
   // The web view ([web], docs/web.md): where it listens ("": not served) and its token.
   std::string web_listen;
   std::string web_token;  // a secret
+  // Where people reach the view ("https://tw.example.org"; "": unknown): every channel without
+  // a `link` of its own links each finding to BASE/findings/ID, its run's page.
+  std::string web_base_url;
 
   bool operator==(const Config&) const = default;
 };

@@ -172,13 +172,17 @@ class Daemon {
     web::ParseListen(cfg_.web_listen, &o.address, &o.port);  // checked by the config
     o.db_path = cfg_.db_path;
     o.token = cfg_.web_token;
+    o.role_patterns = diagnose::EffectiveRolePatterns(cfg_.rules.roles);
+    // The runs page asks again at the rescan interval, and at least every 10 s: inotify brings
+    // points sooner than the rescan does.
+    o.refresh_seconds = std::clamp(cfg_.rescan_interval_ms / 1000.0, 1.0, 10.0);
     const std::string address = o.address;
     if (Status st = web_.Start(std::move(o)); !st.ok()) {
       log::Error("web view: " + st.message() + "; not serving it");
       return;
     }
     const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
-    log::Info("web view: http://" + host + ":" + std::to_string(web_.port()) + "/api/runs" +
+    log::Info("web view: http://" + host + ":" + std::to_string(web_.port()) + "/" +
               (cfg_.web_token.empty() ? "" : " (token required)"));
   }
 

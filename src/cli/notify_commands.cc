@@ -10,6 +10,7 @@
 #include "cli/flags.h"
 #include "cli/format.h"
 #include "notify/channel.h"
+#include "notify/outbox.h"
 #include "notify/reach.h"
 #include "store/store.h"
 
@@ -125,18 +126,14 @@ int SilenceAdd(const Flags& f) {
     std::cerr << "trainwatch: " << st.status().message() << "\n";
     return 1;
   }
-  store::Db& db = (*st)->db();
-  Result<store::Stmt> ins = db.Prepare(
-      "INSERT INTO silences(run_glob, rule, created, expires, comment) VALUES (?,?,?,?,?)");
   const double now = UnixNow();
-  Status s = ins.ok() ? ins->Bind(1, *f.Get("run")).Bind(2, f.Get("rule").value_or("")).Bind(3, now)
-                            .Bind(4, now + secs).Bind(5, f.Get("comment").value_or("")).Run()
-                      : ins.status();
-  if (!s.ok()) {
-    std::cerr << "trainwatch: " << s.message() << "\n";
+  Result<int64_t> id = notify::AddSilence(
+      (*st)->db(), {*f.Get("run"), f.Get("rule").value_or(""), secs, f.Get("comment").value_or("")}, now);
+  if (!id.ok()) {
+    std::cerr << "trainwatch: silence add: " << id.status().message() << "\n";
     return 1;
   }
-  std::cout << "silence " << db.LastInsertId() << " added until "
+  std::cout << "silence " << *id << " added until "
             << static_cast<int64_t>(now + secs) << " (unix time)\n";
   return 0;
 }

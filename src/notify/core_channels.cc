@@ -49,7 +49,7 @@ class WebhookChannel : public Channel {
     return Post(n.payload.empty() ? ToPayload(n) : n.payload, message_id, now);
   }
   SendResult DoSendGroup(const Group& g, const std::string& message_id, double now) override {
-    return Post(GroupPayload(g, config().name, now), message_id, now);
+    return Post(GroupPayload(g, config().name, now, config().link_template), message_id, now);
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/json.h"
+#include "notify/render.h"
 
 namespace tw::notify {
 
@@ -103,7 +104,7 @@ std::string GroupSummary(const Group& g, const std::string& separator, size_t ma
   return s;
 }
 
-std::string GroupPayload(const Group& g, std::string_view channel, double now) {
+std::string GroupPayload(const Group& g, std::string_view channel, double now, std::string_view link_template) {
   const GroupCounts c = CountGroup(g);
   Json labels;
   for (const auto& [k, v] : g.labels) labels.Str(k, v);
@@ -118,7 +119,8 @@ std::string GroupPayload(const Group& g, std::string_view channel, double now) {
       .Num("since", g.since).Nested("events", counts(c.events)).Nested("rules", counts(c.rules))
       .Nested("runs", counts(c.runs));
   std::string items = "[";
-  for (size_t i = 0; i < g.items.size(); ++i) items += (i ? "," : "") + ToPayload(g.items[i]);
+  for (size_t i = 0; i < g.items.size(); ++i)
+    items += (i ? "," : "") + ToPayload(g.items[i], ExpandLinkTemplate(link_template, g.items[i]));
   items += "]";
   Json j;
   j.Num("version", 1).Str("type", g.kind).Num("time", now).Nested("group", group).Raw("notifications", items);

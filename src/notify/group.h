@@ -50,6 +50,7 @@ std::string EventWords(std::string_view event);
 
 // The webhook body for a group, payload version 1 (docs/notifications.md):
 // {"version":1,"type":"group"|"digest","time":now,"group":{...},"notifications":[payloads]}.
-std::string GroupPayload(const Group& g, std::string_view channel, double now);
+std::string GroupPayload(const Group& g, std::string_view channel, double now,
+                         std::string_view link_template = {});
 
 }  // namespace tw::notify

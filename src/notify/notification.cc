@@ -17,7 +17,7 @@ diagnose::Severity Notification::level() const {
 namespace {
 
 // A run event's payload: {"version":1,"type":"run.finished","time":...,"run":{...},"sparkline":...}.
-std::string RunPayload(const Notification& n) {
+std::string RunPayload(const Notification& n, std::string_view link) {
   Json r;
   r.Num("event_id", static_cast<double>(n.run_event_id)).Str("event", n.event).Str("name", n.run)
       .Str("state", n.state).Str("severity", n.severity).Str("title", n.title).Str("message", n.message)
@@ -27,13 +27,14 @@ std::string RunPayload(const Notification& n) {
   r.Raw("fields", n.evidence.empty() ? "{}" : n.evidence).Raw("summary", n.run_summary.empty() ? "{}" : n.run_summary);
   Json j;
   j.Num("version", 1).Str("type", n.event).Num("time", n.time).Nested("run", r).Str("sparkline", n.sparkline);
+  if (!link.empty()) j.Str("link", std::string(link));
   return j.str();
 }
 
 }  // namespace
 
-std::string ToPayload(const Notification& n) {
-  if (n.is_run_event()) return RunPayload(n);
+std::string ToPayload(const Notification& n, std::string_view link) {
+  if (n.is_run_event()) return RunPayload(n, link);
   Json f;
   auto opt = [&](const char* key, const std::optional<int64_t>& v) {
     if (v) f.Num(key, static_cast<double>(*v));
@@ -49,6 +50,7 @@ std::string ToPayload(const Notification& n) {
   Json j;
   j.Num("version", 1).Str("type", n.event).Num("time", n.time).Nested("finding", f)
       .Str("sparkline", n.sparkline);
+  if (!link.empty()) j.Str("link", std::string(link));
   return j.str();
 }
 

@@ -41,9 +41,10 @@ struct Notification {
   diagnose::Severity level() const;  // warning when `severity` is unreadable
 };
 
-// The payload, version 1: {"version":1,"type":event,"time":...,"finding":{...},"sparkline":...};
-// a run event's has "run":{...} (docs/notifications.md) instead of "finding".
-std::string ToPayload(const Notification& n);
+// The payload, version 1: {"version":1,"type":event,"time":...,"finding":{...},"sparkline":...},
+// and "link" (the channel's link for it, ExpandLinkTemplate) when not empty; a run event's has
+// "run":{...} (docs/notifications.md) instead of "finding".
+std::string ToPayload(const Notification& n, std::string_view link = {});
 // Parses a payload written by ToPayload (from the outbox).
 Result<Notification> FromPayload(std::string_view json);
 

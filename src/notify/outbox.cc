@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "notify/render.h"
+
 namespace tw::notify {
 
 Result<bool> Silenced(store::Db& db, const std::string& run, const std::string& rule, double now) {
@@ -13,6 +15,32 @@ Result<bool> Silenced(store::Db& db, const std::string& run, const std::string& 
   Result<bool> row = q->Step();
   if (!row.ok()) return row.status();
   return *row;
+}
+
+namespace {
+// Printable text of at most `max` bytes (tabs and newlines refused too: these are one-line
+// fields shown in tables).
+bool PlainText(const std::string& s, size_t max) {
+  if (s.size() > max) return false;
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return false;
+  return true;
+}
+}  // namespace
+
+Result<int64_t> AddSilence(store::Db& db, const NewSilence& s, double now) {
+  if (s.run_glob.empty() || !PlainText(s.run_glob, 1024))
+    return InvalidArgument("run: a run glob of 1 to 1024 printable characters is needed");
+  if (!PlainText(s.rule, 128)) return InvalidArgument("rule: at most 128 printable characters");
+  if (!PlainText(s.comment, 1000)) return InvalidArgument("comment: at most 1000 printable characters");
+  if (!(s.seconds > 0 && s.seconds <= 366 * 86400.0))
+    return InvalidArgument("duration: must be more than 0 and at most 366 days");
+  Result<store::Stmt> ins = db.Prepare(
+      "INSERT INTO silences(run_glob, rule, created, expires, comment) VALUES (?,?,?,?,?)");
+  if (!ins.ok()) return ins.status();
+  TW_RETURN_IF_ERROR(ins->Bind(1, s.run_glob).Bind(2, s.rule).Bind(3, now).Bind(4, now + s.seconds)
+                         .Bind(5, s.comment).Run());
+  return db.LastInsertId();
 }
 
 namespace {
@@ -33,7 +61,12 @@ Result<int> Insert(store::Db& db, const std::vector<ChannelConfig>& channels, co
     else ins->BindNull(3);
     if (n.finding_id) ins->Bind(4, n.finding_id);
     else ins->BindNull(4);
-    ins->Bind(5, n.event).Bind(6, payload).Bind(7, now).Bind(8, now);
+    // A channel with a link ([web] base_url's, or its own) carries it in the payload: a webhook
+    // sends the payload as queued.
+    ins->Bind(5, n.event)
+        .Bind(6, c.link_template.empty() ? payload : ToPayload(n, ExpandLinkTemplate(c.link_template, n)))
+        .Bind(7, now)
+        .Bind(8, now);
     TW_RETURN_IF_ERROR(ins->Run());
     queued += static_cast<int>(db.Changes());
   }

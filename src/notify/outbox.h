@@ -35,6 +35,17 @@ Result<int> QueueRunEvent(store::Db& db, const std::vector<ChannelConfig>& chann
 // Whether a silence covers (run, rule) at `now`.
 Result<bool> Silenced(store::Db& db, const std::string& run, const std::string& rule, double now);
 
+// A silence to add: `trainwatch silence add` and the web view's form.
+struct NewSilence {
+  std::string run_glob;   // GLOB over run names; not empty
+  std::string rule;       // "" every rule
+  double seconds = 0;     // how long, from now: (0, 366 days]
+  std::string comment;
+};
+// Checks `s` (an invalid one is kInvalidArgument saying which field and why) and inserts it;
+// returns its id.
+Result<int64_t> AddSilence(store::Db& db, const NewSilence& s, double now);
+
 struct OutboxCounts {
   std::string channel;
   int64_t pending = 0, sent = 0, dead = 0;

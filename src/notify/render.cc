@@ -111,6 +111,8 @@ std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
 }
 
 std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n) {
+  // A message about no finding (a run event, a test) has no finding's page to link to.
+  if (n.finding_id == 0 && tmpl.find("{finding_id}") != std::string_view::npos) return "";
   std::string out;
   for (size_t i = 0; i < tmpl.size();) {
     auto try_key = [&](std::string_view key, const std::string& value) {
@@ -121,7 +123,8 @@ std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n) {
     };
     if (tmpl[i] == '{' &&
         (try_key("{run}", n.run) || try_key("{series}", n.series) || try_key("{rule}", n.rule) ||
-         try_key("{step}", n.onset_step ? std::to_string(*n.onset_step) : std::string())))
+         try_key("{step}", n.onset_step ? std::to_string(*n.onset_step) : std::string()) ||
+         try_key("{finding_id}", std::to_string(n.finding_id))))
       continue;
     out += tmpl[i++];
   }

@@ -13,8 +13,10 @@
 
 namespace tw::notify {
 
-// A link for the finding from a template: {run}, {series}, {rule}, {step} are replaced by
-// their values, URL-encoded ("http://tb:6006/#scalars&regexInput={run}"). "" for "".
+// A link for the finding from a template: {run}, {series}, {rule}, {step}, {finding_id} are
+// replaced by their values, URL-encoded ("http://tb:6006/#scalars&regexInput={run}"); [web]
+// base_url makes "BASE/findings/{finding_id}" every channel's default. "" for "", and for a
+// template with {finding_id} when the message is about no finding (a run event, a test).
 std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n);
 
 // The Slack incoming-webhook body: Block Kit blocks plus a plain `text` fallback.

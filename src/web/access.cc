@@ -94,4 +94,15 @@ bool ParseListen(const std::string& s, std::string* address, uint16_t* port) {
   return true;
 }
 
+std::string CheckWriteOrigin(std::string_view content_type, std::string_view origin,
+                             std::string_view fetch_site, std::string_view host) {
+  const std::string_view type = content_type.substr(0, content_type.find(';'));
+  if (type != "application/json") return "the body must be Content-Type: application/json";
+  if (!fetch_site.empty() && fetch_site != "same-origin" && fetch_site != "none")
+    return "a request from another site (Sec-Fetch-Site: " + std::string(fetch_site) + ")";
+  if (!origin.empty() && origin != "http://" + std::string(host))
+    return "a request from another origin (" + std::string(origin) + ")";
+  return "";
+}
+
 }  // namespace tw::web

@@ -37,4 +37,12 @@ Access Check(std::string_view token, const AccessRequest& r);
 // The Set-Cookie value that remembers `token`.
 std::string TokenCookie(std::string_view token);
 
+// The one write (POST /api/silences) must come from this server's own pages or from a script,
+// never from a form on another site that a browser here was led to: its body is JSON (a
+// cross-site page can send that only after a CORS preflight, which is never answered), and a
+// browser's Origin and Sec-Fetch-Site, when sent, must say this server. Empty when allowed,
+// else why not.
+std::string CheckWriteOrigin(std::string_view content_type, std::string_view origin,
+                             std::string_view fetch_site, std::string_view host);
+
 }  // namespace tw::web

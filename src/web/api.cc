@@ -2,9 +2,11 @@
 // points).
 #include "web/api.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
 #include <cmath>
+#include <map>
 
 #include "notify/outbox.h"
 
@@ -77,8 +79,12 @@ SELECT r.run_id, r.name, r.root, r.format, r.display_name, r.exit_code,
   (SELECT json_extract(f.evidence, '$.verdict') FROM findings f
      WHERE f.rule = 'run_verdict' AND f.run_id = r.run_id AND f.state = 'firing'),
   (SELECT count(*) FROM findings f
-     WHERE f.state = 'firing' AND f.run_id = r.run_id AND f.rule <> 'run_verdict')
+     WHERE f.state = 'firing' AND f.run_id = r.run_id AND f.rule <> 'run_verdict'),
+  (SELECT json_group_array(rule) FROM (SELECT DISTINCT f.rule FROM findings f
+     WHERE f.state = 'firing' AND f.run_id = r.run_id AND f.rule <> 'run_verdict' ORDER BY f.rule))
 FROM runs r)";
+// Buckets of a runs-list sparkline (at most four points each).
+constexpr int64_t kSparklineWidth = 48;
 
 int VerdictRank(const std::string& v) { return v == "kill" ? 0 : v == "watch" ? 1 : 2; }
 
@@ -107,9 +113,27 @@ Answer Runs(store::Db& db, const ApiContext& ctx) {
     const std::string verdict = s->IsNull(8) ? "healthy" : s->Text(8);
     o["verdict"] = verdict;
     o["firing"] = s->Int(9);
+    o["rules"] = Embedded(s->IsNull(10) ? "[]" : s->Text(10));
     rows.push_back({std::move(o), VerdictRank(verdict), live, s->Text(1)});
   });
   if (!st.ok()) return StoreError(st);
+  // Each run's training loss as a sparkline, found as diagnosis finds it (its roles).
+  static const std::vector<diagnose::RolePattern> kDefaults = diagnose::EffectiveRolePatterns({});
+  Result<diagnose::RoleMap> roles = diagnose::AssignRoles(db, ctx.role_patterns ? *ctx.role_patterns : kDefaults);
+  if (!roles.ok()) return StoreError(roles.status());
+  std::map<int64_t, int64_t> loss_series;
+  for (const auto& a : roles->assignments)
+    if (a.role == "train_loss") loss_series.emplace(a.run_id, a.series_id);
+  for (Row& r : rows) {
+    auto it = loss_series.find(r.o["id"].as_int64());
+    if (it == loss_series.end()) {
+      r.o["sparkline"] = nullptr;
+      continue;
+    }
+    Result<json::array> line = Sparkline(db, it->second, kSparklineWidth);
+    if (!line.ok()) return StoreError(line.status());
+    r.o["sparkline"] = std::move(*line);
+  }
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     if (a.rank != b.rank) return a.rank < b.rank;
     if (a.live != b.live) return a.live;
@@ -117,20 +141,24 @@ Answer Runs(store::Db& db, const ApiContext& ctx) {
   });
   json::array out;
   for (Row& r : rows) out.push_back(std::move(r.o));
-  return {200, json::object{{"runs", std::move(out)}}};
+  return {200, json::object{{"runs", std::move(out)}, {"refresh_seconds", ctx.refresh_seconds}}};
 }
 
 // Findings, all of them or one run's; state: firing, resolved or all (pending too).
-Answer Findings(store::Db& db, const std::string& state, std::optional<int64_t> run_id) {
+Answer Findings(store::Db& db, const std::string& state, std::optional<int64_t> run_id,
+                bool with_transitions = false, std::optional<int64_t> finding_id = std::nullopt) {
   Result<store::Stmt> s = db.Prepare(
       "SELECT finding_id, rule, run_id, run, series_id, series, severity, state, onset_step, "
       "first_step, last_step, first_seen, last_seen, fired_at, resolved_at, message, cause, fix, evidence "
       "FROM finding_list WHERE (?1 = 'all' OR state = ?1) AND (?2 IS NULL OR run_id = ?2) "
+      "AND (?3 IS NULL OR finding_id = ?3) "
       "ORDER BY state = 'firing' DESC, last_seen DESC, finding_id");
   if (!s.ok()) return StoreError(s.status());
   s->Bind(1, state);
   if (run_id) s->Bind(2, *run_id);
   else s->BindNull(2);
+  if (finding_id) s->Bind(3, *finding_id);
+  else s->BindNull(3);
   json::array out;
   const Status st = s->EachRow([&] {
     json::object o;
@@ -156,6 +184,24 @@ Answer Findings(store::Db& db, const std::string& state, std::optional<int64_t> 
     out.push_back(std::move(o));
   });
   if (!st.ok()) return StoreError(st);
+  if (with_transitions) {
+    Result<store::Stmt> t = db.Prepare(
+        "SELECT time, from_state, to_state, severity, message FROM finding_transitions "
+        "WHERE finding_id = ?1 ORDER BY transition_id DESC LIMIT 20");
+    if (!t.ok()) return StoreError(t.status());
+    for (json::value& f : out) {
+      json::array list;
+      t->Reset();
+      t->Bind(1, f.as_object()["id"].as_int64());
+      const Status read = t->EachRow([&] {
+        list.push_back(json::object{{"time", Number(t->Real(0))}, {"from", t->Text(1)}, {"to", t->Text(2)},
+                                    {"severity", t->Text(3)}, {"message", t->Text(4)}});
+      });
+      if (!read.ok()) return StoreError(read);
+      std::reverse(list.begin(), list.end());
+      f.as_object()["transitions"] = std::move(list);
+    }
+  }
   return {200, json::object{{"findings", std::move(out)}}};
 }
 
@@ -170,7 +216,7 @@ Result<json::object> KeyValues(store::Db& db, const char* table, int64_t run_id)
   return o;
 }
 
-Answer Run(store::Db& db, int64_t run_id) {
+Answer Run(store::Db& db, int64_t run_id, const ApiContext& ctx) {
   Result<store::Stmt> s = db.Prepare(
       "SELECT run_id, name, root, format, first_seen, display_name, external_id, project, entity, "
       "start_time, exit_code, continues_run_id FROM runs WHERE run_id = ?1");
@@ -226,6 +272,15 @@ Answer Run(store::Db& db, int64_t run_id) {
   if (!series_read.ok()) return StoreError(series_read);
   Answer findings = Findings(db, "all", run_id);
   if (findings.status != 200) return findings;
+  static const std::vector<diagnose::RolePattern> kDefaults = diagnose::EffectiveRolePatterns({});
+  Result<std::vector<diagnose::RoleAssignment>> roles =
+      RunRoles(db, run_id, ctx.role_patterns ? *ctx.role_patterns : kDefaults);
+  if (!roles.ok()) return StoreError(roles.status());
+  json::array& finding_list = findings.body.as_object()["findings"].as_array();
+  Result<json::array> markers = RunMarkers(db, run_id, *roles, finding_list);
+  if (!markers.ok()) return StoreError(markers.status());
+  Result<json::array> files = RunFiles(db, run_id);
+  if (!files.ok()) return StoreError(files.status());
 
   json::object o;
   o["run"] = std::move(run);
@@ -233,7 +288,10 @@ Answer Run(store::Db& db, int64_t run_id) {
   o["config"] = std::move(*config);
   o["summary"] = std::move(*summary);
   o["series"] = std::move(series);
-  o["findings"] = std::move(findings.body.as_object()["findings"]);
+  o["findings"] = std::move(finding_list);
+  o["roles"] = RolesJson(*roles);
+  o["markers"] = std::move(*markers);
+  o["files"] = std::move(*files);
   return {200, std::move(o)};
 }
 
@@ -278,14 +336,25 @@ Answer AnswerApi(const Target& t, store::Db& db, const ApiContext& ctx) {
     const std::string state = it == t.params.end() ? "firing" : it->second;
     if (state != "firing" && state != "resolved" && state != "all")
       return BadParameter("state", "must be firing, resolved or all");
-    return Findings(db, state, std::nullopt);
+    std::optional<Answer> bad;
+    const auto transitions = IntParam(t, "transitions", 0, 1, 0, &bad);
+    if (bad) return *bad;
+    return Findings(db, state, std::nullopt, *transitions != 0);
   }
   if (p == "/api/outbox") return Outbox(db);
-  for (const std::string prefix : {"/api/runs/", "/api/series/"}) {
+  if (p == "/api/silences") return AnswerSilences(db, ctx);
+  for (const std::string prefix : {"/api/runs/", "/api/series/", "/api/findings/"}) {
     if (!p.starts_with(prefix)) continue;
     const std::optional<int64_t> id = IdAfter(p, prefix);
     if (!id) return BadParameter("id", "'" + p.substr(prefix.size()) + "' is not an integer id");
-    return prefix == "/api/runs/" ? Run(db, *id) : AnswerSeries(t, db, *id);
+    if (prefix == "/api/runs/") return Run(db, *id, ctx);
+    if (prefix == "/api/series/") return AnswerSeries(t, db, *id);
+    // One finding in any state, with its transitions: where a notification's link lands.
+    Answer a = Findings(db, "all", std::nullopt, true, *id);
+    if (a.status != 200) return a;
+    json::array& list = a.body.as_object()["findings"].as_array();
+    if (list.empty()) return ErrorAnswer(404, "no finding " + std::to_string(*id));
+    return {200, json::object{{"finding", std::move(list.front())}}};
   }
   return ErrorAnswer(404, "no such endpoint: " + p);
 }

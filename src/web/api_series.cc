@@ -75,4 +75,25 @@ Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id) {
   return {200, std::move(o)};
 }
 
+Result<json::array> Sparkline(store::Db& db, int64_t series_id, int64_t width) {
+  Result<store::Stmt> range = db.Prepare(
+      "SELECT min(step), max(step) FROM scalars WHERE series_id = ?1 AND superseded = 0");
+  if (!range.ok()) return range.status();
+  range->Bind(1, series_id);
+  if (Result<bool> r = range->Step(); !r.ok()) return r.status();
+  json::array out;
+  if (range->IsNull(0)) return out;
+  Result<store::Stmt> rows = db.Prepare(
+      "SELECT step, value, value_class FROM scalars WHERE series_id = ?1 AND superseded = 0 "
+      "ORDER BY step, source_id, offset, vidx");
+  if (!rows.ok()) return rows.status();
+  rows->Bind(1, series_id);
+  M4 m4(range->Int(0), range->Int(1), width);
+  TW_RETURN_IF_ERROR(rows->EachRow([&] {
+    m4.Add(Point{rows->Int(0), 0, rows->Real(1), static_cast<int>(rows->Int(2)), false});
+  }));
+  for (const Point& p : m4.Finish()) out.push_back(json::array{p.step, ClassedValue(p.value_class, p.value)});
+  return out;
+}
+
 }  // namespace tw::web

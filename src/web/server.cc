@@ -12,6 +12,7 @@
 
 #include "store/store.h"
 #include "web/access.h"
+#include "web/assets.h"
 #include "web/api.h"
 #include "web/target.h"
 
@@ -62,11 +63,32 @@ Answer AnswerFromStore(const WebOptions& options, const Target& t, Clock::time_p
   ApiContext ctx;
   ctx.now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   ctx.live_window_seconds = options.live_window_seconds;
+  ctx.refresh_seconds = options.refresh_seconds;
+  ctx.db_path = options.db_path;
+  if (!options.role_patterns.empty()) ctx.role_patterns = &options.role_patterns;
   Answer a = AnswerApi(t, **db, ctx);
   sqlite3_progress_handler((*db)->raw(), 0, nullptr, nullptr);
   if (deadline.hit)
     return ErrorAnswer(503, "the request ran past its time limit of " +
                                 std::to_string(options.time_limit.count()) + " ms");
+  return a;
+}
+
+// The one write: a silence from the deliveries page's form, on a read-write connection of its
+// own (the daemon's writer may hold the lock for a moment: SQLite's busy timeout waits).
+Answer AddSilenceFromRequest(const WebOptions& options, const std::string& body, Clock::time_point arrived,
+                             const std::atomic<bool>& stopping) {
+  // OpenReadOnly checks the file is a trainwatch store, without creating one.
+  if (Result<std::unique_ptr<store::Db>> ours = store::OpenReadOnly(options.db_path); !ours.ok())
+    return ErrorAnswer(503, "the store cannot be read: " + ours.status().message());
+  Result<std::unique_ptr<store::Db>> db = store::Db::Open(options.db_path, store::Db::Mode::kReadWrite);
+  if (!db.ok()) return ErrorAnswer(503, "the store cannot be written: " + db.status().message());
+  Deadline deadline{arrived + options.time_limit, &stopping};
+  sqlite3_progress_handler((*db)->raw(), kProgressSteps, CheckDeadline, &deadline);
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Answer a = AddSilenceFromJson(body, **db, now);
+  sqlite3_progress_handler((*db)->raw(), 0, nullptr, nullptr);
+  if (deadline.hit) return ErrorAnswer(503, "the request ran past its time limit");
   return a;
 }
 
@@ -88,7 +110,9 @@ class Session : public std::enable_shared_from_this<Session> {
     request_ = parser_->release();
     const Clock::time_point arrived = Clock::now();
     std::optional<Target> target = ParseTarget(request_.target());
-    if (request_.method() != http::verb::get) return Send(ErrorAnswer(405, "only GET is served"));
+    const bool post = request_.method() == http::verb::post;
+    if (request_.method() != http::verb::get && !post)
+      return Send(ErrorAnswer(405, "only GET is served, and POST to /api/silences"));
     if (!target) return Send(ErrorAnswer(400, "the request target has a malformed percent escape"));
 
     const auto token_param = target->params.find("token");
@@ -103,7 +127,17 @@ class Session : public std::enable_shared_from_this<Session> {
       case Access::kAllowedSetCookie: set_cookie_ = true; break;
       case Access::kAllowed: break;
     }
-    if (!target->path.starts_with("/api/")) return Send(ErrorAnswer(404, "no such page: " + target->path));
+    if (post) {
+      if (target->path != "/api/silences") return Send(ErrorAnswer(405, "only /api/silences takes a POST"));
+      const std::string why = CheckWriteOrigin(request_[http::field::content_type], request_[http::field::origin],
+                                               request_["Sec-Fetch-Site"], request_[http::field::host]);
+      if (!why.empty()) return Send(ErrorAnswer(403, why));
+    } else if (!target->path.starts_with("/api/")) {
+      // Pages and assets are the binary's own: no SQL, answered here.
+      const StaticFile* file = FindStatic(target->path);
+      if (!file) return Send(ErrorAnswer(404, "no such page: " + target->path));
+      return SendStatic(*file);
+    }
 
     // Admitted only under the cap: a request over it is answered here, without SQL.
     int n = server_.in_flight.load();
@@ -111,29 +145,57 @@ class Session : public std::enable_shared_from_this<Session> {
       if (n >= server_.options.max_concurrent)
         return Send(ErrorAnswer(503, "too many requests at once; try again"));
     } while (!server_.in_flight.compare_exchange_weak(n, n + 1));
-    asio::post(*server_.workers, [self = shared_from_this(), t = std::move(*target), arrived] {
+    // The worker gets its own copy of what it reads: the session's members are the I/O thread's.
+    std::optional<std::string> body;
+    if (post) body = request_.body();
+    asio::post(*server_.workers, [self = shared_from_this(), t = std::move(*target), body = std::move(body), arrived] {
       if (self->server_.options.on_admitted) self->server_.options.on_admitted();
-      Answer a = AnswerFromStore(self->server_.options, t, arrived, self->server_.stopping);
+      Answer a = body ? AddSilenceFromRequest(self->server_.options, *body, arrived, self->server_.stopping)
+                     : AnswerFromStore(self->server_.options, t, arrived, self->server_.stopping);
       self->server_.in_flight.fetch_sub(1);
       asio::post(self->stream_.get_executor(), [self, a = std::move(a)]() mutable { self->Send(std::move(a)); });
     });
   }
 
   void Send(Answer a) {
-    response_ = {};
-    response_.version(request_.version());
-    response_.result(a.status);
-    response_.set(http::field::server, "trainwatch");
-    response_.set(http::field::content_type, "application/json; charset=utf-8");
-    response_.set("X-Content-Type-Options", "nosniff");
+    StartResponse(a.status, "application/json; charset=utf-8");
     response_.set(http::field::cache_control, "no-store");
-    response_.set("Referrer-Policy", "no-referrer");  // a ?token= link must not leak onwards
-    if (set_cookie_) response_.set(http::field::set_cookie, TokenCookie(server_.options.token));
     if (a.status == 401) response_.set(http::field::www_authenticate, "Bearer");
     response_.body() = json::serialize(a.body);
+    Write();
+  }
+
+  // The page shell and assets: revalidated by ETag (they change only with the binary). The
+  // shell's policy lets it run only its own scripts and styles and talk only to this server,
+  // so a tag name that slipped into markup could still run nothing.
+  void SendStatic(const StaticFile& file) {
+    const bool unchanged = request_[http::field::if_none_match] == file.etag;
+    StartResponse(unchanged ? 304 : 200, file.content_type);
+    response_.set(http::field::cache_control, "no-cache");
+    response_.set(http::field::etag, file.etag);
+    if (file.page)
+      response_.set("Content-Security-Policy",
+                    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'");
+    if (!unchanged) response_.body().assign(file.body);
+    Write();
+  }
+
+  void StartResponse(unsigned status, std::string_view content_type) {
+    response_ = {};
+    response_.version(request_.version());
+    response_.result(status);
+    response_.set(http::field::server, "trainwatch");
+    response_.set(http::field::content_type, content_type);
+    response_.set("X-Content-Type-Options", "nosniff");
+    response_.set("Referrer-Policy", "no-referrer");  // a ?token= link must not leak onwards
+    if (set_cookie_) response_.set(http::field::set_cookie, TokenCookie(server_.options.token));
+    set_cookie_ = false;
+  }
+
+  void Write() {
     response_.keep_alive(request_.keep_alive());
     response_.prepare_payload();
-    set_cookie_ = false;
     stream_.expires_after(server_.options.idle_limit);
     http::async_write(stream_, response_, beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
   }

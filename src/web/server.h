@@ -1,5 +1,6 @@
-// The read-only web view's HTTP server (docs/web.md): a JSON API under /api/ over the store,
-// served with Boost.Beast on its own threads.
+// The web view's HTTP server (docs/web.md): the embedded pages and assets, and a JSON API
+// under /api/ over the store, served with Boost.Beast on its own threads. It reads only, but
+// for one write: POST /api/silences, on a read-write connection of its own.
 //
 // Threads: one I/O thread accepts connections, reads requests, checks access and writes
 // answers; it never touches SQLite. Each admitted request runs on one of `max_concurrent`
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "diagnose/roles.h"
 
 namespace tw::web {
 
@@ -28,6 +30,10 @@ struct WebOptions {
   std::chrono::milliseconds time_limit{5000};       // per request, from its arrival; then 503
   std::chrono::milliseconds idle_limit{30000};      // reading a request, writing an answer
   double live_window_seconds = 600;                 // a run is live if it wrote this recently
+  double refresh_seconds = 10;                      // the runs page polls this often
+  // How the pages find a run's curves: the daemon's role patterns (EffectiveRolePatterns of its
+  // config's [roles]); empty: the built-in ones.
+  std::vector<diagnose::RolePattern> role_patterns;
   // Tests only: called on the worker thread after a request is admitted, before its SQL.
   std::function<void()> on_admitted;
 };
