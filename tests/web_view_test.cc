@@ -47,12 +47,23 @@ void WriteSickRun(const std::string& dir) {
   w.Flush();
 }
 
+// A long run logged sparsely: a loss every 1,000 steps to step 999,000, NaN at kSparseNanStep.
+constexpr int64_t kSparseNanStep = 777000;
+void WriteLongRun(const std::string& dir) {
+  testing::EventFileWriter w(dir + "/" + testing::EventFileName(1700000000, "host", 2, 0));
+  w.Add(testing::FileVersionEvent(1.7e9));
+  for (int64_t s = 0; s < 1000000; s += 1000)
+    w.Add(testing::SimpleScalarEvent("loss", s, 1.7e9 + s, s == kSparseNanStep ? NAN : 1.0f + (s % 7000) * 1e-4f));
+  w.Flush();
+}
+
 class WebViewTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     const std::string logs = *dir_ / "logs";
     WriteSickRun(logs + "/sick");
+    WriteLongRun(logs + "/sparse");
     auto store = store::Store::Open(Db());
     ASSERT_TRUE(store.ok()) << store.status().message();
     ingest::Summary summary;
@@ -84,7 +95,9 @@ class WebViewTest : public ::testing::Test {
   uint16_t port() const { return server_.port(); }
   json::object SickRun() {
     const json::value runs = WebGet(port(), "/api/runs").Json();
-    const int64_t id = runs.at("runs").as_array().at(0).at("id").as_int64();
+    int64_t id = 0;
+    for (const auto& r : runs.at("runs").as_array())
+      if (r.at("name").as_string() == "sick") id = r.at("id").as_int64();
     return WebGet(port(), "/api/runs/" + std::to_string(id)).Json().as_object();
   }
 
@@ -167,7 +180,11 @@ TEST_F(WebViewTest, ARunListsItsFilesWithTheirReadState) {
 
 TEST_F(WebViewTest, TheRunsListHasEachRunsLossAsASparklineThatKeepsItsNaN) {
   const json::value runs = WebGet(port(), "/api/runs").Json();
-  const json::object& run = runs.at("runs").as_array().at(0).as_object();
+  const json::object* found = nullptr;
+  for (const auto& r : runs.at("runs").as_array())
+    if (r.at("name").as_string() == "sick") found = &r.as_object();
+  ASSERT_NE(found, nullptr);
+  const json::object& run = *found;
   EXPECT_EQ(run.at("rules").as_array(), json::array{"non_finite_loss"});
   const auto& line = run.at("sparkline").as_array();
   ASSERT_FALSE(line.empty());
@@ -176,6 +193,23 @@ TEST_F(WebViewTest, TheRunsListHasEachRunsLossAsASparklineThatKeepsItsNaN) {
   for (const auto& p : line) nan = nan || (p.as_array()[1].is_string() && p.as_array()[1].as_string() == "NaN");
   EXPECT_TRUE(nan);
   EXPECT_TRUE(runs.at("refresh_seconds").is_number());
+}
+
+// Past 100,000 steps the runs list samples a run's loss (index seeks, not a scan, at every
+// refresh of the page) and still shows its first NaN.
+TEST_F(WebViewTest, ALongRunsSparklineIsSampledAndKeepsItsFirstNaN) {
+  const json::value runs = WebGet(port(), "/api/runs").Json();
+  const json::object* sparse = nullptr;
+  for (const auto& r : runs.at("runs").as_array())
+    if (r.at("name").as_string() == "sparse") sparse = &r.as_object();
+  ASSERT_NE(sparse, nullptr);
+  const auto& line = sparse->at("sparkline").as_array();
+  EXPECT_LE(line.size(), 4u * 48);
+  EXPECT_GE(line.size(), 48u);
+  bool nan = false;
+  for (const auto& p : line)
+    nan = nan || (p.as_array()[0].as_int64() == kSparseNanStep && p.as_array()[1] == json::value("NaN"));
+  EXPECT_TRUE(nan) << json::serialize(line);
 }
 
 TEST_F(WebViewTest, OneFindingByIdWithItsTransitions) {

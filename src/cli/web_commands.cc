@@ -1,4 +1,4 @@
-// `trainwatch web`: the read-only web view of a store (docs/web.md), served until SIGINT or
+// `trainwatch web`: the web view of a store (docs/web.md), served until SIGINT or
 // SIGTERM.
 #include <signal.h>
 
@@ -17,8 +17,9 @@ namespace {
 
 constexpr const char* kWebHelp = R"(usage: trainwatch web --db FILE [--listen ADDR:PORT] [--token T | --token-file F]
 
-Serves a read-only view of the store as JSON under /api/ (docs/web.md) until SIGINT or SIGTERM.
-It reads through read-only connections and never blocks the daemon writing the store.
+Serves the web view of the store (docs/web.md): its pages at / and their JSON API under /api/,
+until SIGINT or SIGTERM. It reads through read-only connections and never blocks the daemon
+writing the store; its one write is a silence added from the deliveries page.
 
   --db FILE         the store
   --listen ADDR:PORT  where to listen (default 127.0.0.1:8421; [::1]:8421 for IPv6; port 0: any)
@@ -72,7 +73,7 @@ int CmdWeb(const Args& args) {
     return s.code() == Code::kInvalidArgument ? 2 : 1;
   }
   const std::string host = address.find(':') != std::string::npos ? "[" + address + "]" : address;
-  std::cout << "trainwatch web: serving http://" << host << ":" << server.port() << "/api/runs"
+  std::cout << "trainwatch web: serving http://" << host << ":" << server.port() << "/"
             << (token.empty() ? "" : " (token required)") << std::endl;
   int sig = 0;
   sigwait(&stop, &sig);

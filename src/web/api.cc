@@ -292,6 +292,7 @@ Answer Run(store::Db& db, int64_t run_id, const ApiContext& ctx) {
   o["roles"] = RolesJson(*roles);
   o["markers"] = std::move(*markers);
   o["files"] = std::move(*files);
+  o["refresh_seconds"] = ctx.refresh_seconds;
   return {200, std::move(o)};
 }
 

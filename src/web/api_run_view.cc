@@ -27,49 +27,43 @@ json::object Marker(const char* kind, int64_t step, const std::string& label, in
   return {{"kind", kind}, {"step", step}, {"label", label}, {"series_id", series_id}};
 }
 
-struct StepValue {
-  int64_t step;
-  double value;
-};
-
-// A series' live finite points in step order.
-Result<std::vector<StepValue>> FinitePoints(store::Db& db, int64_t series_id) {
-  Result<store::Stmt> s = db.Prepare(
-      "SELECT step, value FROM scalars WHERE series_id = ?1 AND superseded = 0 AND value_class = 0 "
-      "ORDER BY step");
-  if (!s.ok()) return s.status();
-  s->Bind(1, series_id);
-  std::vector<StepValue> out;
-  TW_RETURN_IF_ERROR(s->EachRow([&] { out.push_back({s->Int(0), s->Real(1)}); }));
-  return out;
-}
-
 Status EpochMarks(store::Db& db, const diagnose::RoleAssignment& a, json::array& out) {
-  Result<std::vector<StepValue>> pts = FinitePoints(db, a.series_id);
-  if (!pts.ok()) return pts.status();
+  // Only the changes come out of SQLite: an epoch counter logged at each of 2 million steps is
+  // a scan, not 2 million rows in memory.
+  Result<store::Stmt> s = db.Prepare(
+      "SELECT step, value FROM (SELECT step, value, lag(value) OVER (ORDER BY step) AS prev FROM scalars "
+      "WHERE series_id = ?1 AND superseded = 0 AND value_class = 0) "
+      "WHERE prev IS NOT NULL AND floor(value) <> floor(prev)");
+  if (!s.ok()) return s.status();
+  s->Bind(1, a.series_id);
   std::vector<json::object> marks;
-  for (size_t i = 1; i < pts->size(); ++i)
-    if (std::floor((*pts)[i].value) != std::floor((*pts)[i - 1].value))
-      marks.push_back(Marker("epoch", (*pts)[i].step, "epoch " + std::to_string(static_cast<int64_t>(std::floor((*pts)[i].value))), a.series_id));
+  TW_RETURN_IF_ERROR(s->EachRow([&] {
+    const auto epoch = static_cast<int64_t>(std::floor(s->Real(1)));
+    marks.push_back(Marker("epoch", s->Int(0), "epoch " + std::to_string(epoch), a.series_id));
+  }));
   const size_t every = marks.size() > kMaxEpochMarks ? (marks.size() + kMaxEpochMarks - 1) / kMaxEpochMarks : 1;
   for (size_t i = 0; i < marks.size(); i += every) out.push_back(std::move(marks[i]));
   return Status::Ok();
 }
 
 Status LrMarks(store::Db& db, const diagnose::RoleAssignment& a, json::array& out) {
-  Result<std::vector<StepValue>> pts = FinitePoints(db, a.series_id);
-  if (!pts.ok()) return pts.status();
+  // A jump from a value that held still over the step before it; computed by SQLite, so only
+  // the jumps come out (at most one more than a mark's worth of them).
+  Result<store::Stmt> s = db.Prepare(
+      "SELECT step, prev, value FROM (SELECT step, value, lag(value) OVER w AS prev, "
+      "lag(value, 2) OVER w AS prev2 FROM scalars WHERE series_id = ?1 AND superseded = 0 AND value_class = 0 "
+      "WINDOW w AS (ORDER BY step)) "
+      "WHERE prev2 IS NOT NULL AND max(abs(prev), abs(value)) > 0 "
+      "AND abs(value - prev) >= ?2 * max(abs(prev), abs(value)) "
+      "AND abs(prev - prev2) <= ?3 * max(abs(prev), abs(prev2)) LIMIT ?4");
+  if (!s.ok()) return s.status();
+  s->Bind(1, a.series_id).Bind(2, kLrJump).Bind(3, kLrStill).Bind(4, static_cast<int64_t>(kMaxLrMarks + 1));
   std::vector<json::object> marks;
-  for (size_t i = 2; i < pts->size() && marks.size() <= kMaxLrMarks; ++i) {
-    const double earlier = (*pts)[i - 2].value, before = (*pts)[i - 1].value, after = (*pts)[i].value;
-    const double scale = std::max(std::abs(before), std::abs(after));
-    const bool held = std::abs(before - earlier) <= kLrStill * std::max(std::abs(before), std::abs(earlier));
-    if (scale > 0 && held && std::abs(after - before) >= kLrJump * scale) {
-      char label[96];
-      std::snprintf(label, sizeof label, "LR %.3g \u2192 %.3g", before, after);
-      marks.push_back(Marker("lr_change", (*pts)[i].step, label, a.series_id));
-    }
-  }
+  TW_RETURN_IF_ERROR(s->EachRow([&] {
+    char label[96];
+    std::snprintf(label, sizeof label, "LR %.3g \u2192 %.3g", s->Real(1), s->Real(2));
+    marks.push_back(Marker("lr_change", s->Int(0), label, a.series_id));
+  }));
   if (marks.size() <= kMaxLrMarks)
     for (auto& m : marks) out.push_back(std::move(m));
   return Status::Ok();
@@ -124,15 +118,26 @@ Result<json::array> RunMarkers(store::Db& db, int64_t run_id,
                                const json::array& findings) {
   json::array out;
   // The first point that is not a number, per series of the run (a NaN loss is the mark most
-  // wanted; a NaN anywhere else is worth seeing too).
-  Result<store::Stmt> nf = db.Prepare(
-      "SELECT s.series_id, s.tag, (SELECT p.step FROM scalars p WHERE p.series_id = s.series_id "
-      "  AND p.superseded = 0 AND p.value_class <> 0 ORDER BY p.step LIMIT 1) AS step "
-      "FROM series s WHERE s.run_id = ?1 AND s.kind = 'scalar' AND step IS NOT NULL");
+  // wanted; a NaN anywhere else is worth seeing too). The partial index of non-finite points
+  // (store version 14) makes it a lookup; SQLite's planner prefers the primary key without
+  // being told, and a store from before the index (read by `trainwatch web` without
+  // migrating) takes the scan.
+  const char* first_nonfinite =
+      "SELECT s.series_id, s.tag, (SELECT p.step FROM scalars p %s WHERE p.series_id = s.series_id "
+      "  AND p.superseded = 0 AND p.value_class <> 0 ORDER BY p.step LIMIT 1) "
+      "FROM series s WHERE s.run_id = ?1 AND s.kind = 'scalar'";
+  char sql[512];
+  std::snprintf(sql, sizeof sql, first_nonfinite, "INDEXED BY scalars_nonfinite");
+  Result<store::Stmt> nf = db.Prepare(sql);
+  if (!nf.ok()) {
+    std::snprintf(sql, sizeof sql, first_nonfinite, "");
+    nf = db.Prepare(sql);
+  }
   if (!nf.ok()) return nf.status();
   nf->Bind(1, run_id);
   TW_RETURN_IF_ERROR(nf->EachRow([&] {
-    out.push_back(Marker("nonfinite", nf->Int(2), "first non-finite " + nf->Text(1), nf->Int(0)));
+    if (!nf->IsNull(2))
+      out.push_back(Marker("nonfinite", nf->Int(2), "first non-finite " + nf->Text(1), nf->Int(0)));
   }));
   // Restarts the ingester inferred (docs/format.md), one mark per step however many tags rewound
   // there: the points they superseded are drawn faded.

@@ -1,4 +1,5 @@
 // GET /api/series/{id}: a scalar series' points, downsampled by M4 to the pixel width.
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include "web/api.h"
@@ -9,6 +10,26 @@ namespace json = boost::json;
 
 namespace {
 constexpr int64_t kMaxWidth = 20000;
+
+struct StepRange {
+  int64_t lo = 0, hi = 0;
+};
+// The first and last step of a series within [from, to], by the primary key (two lookups, no
+// scan); {0, 0} when it has none there.
+Result<StepRange> Range(store::Db& db, int64_t series_id, int64_t from, int64_t to) {
+  StepRange r;
+  for (const char* agg : {"min", "max"}) {
+    Result<store::Stmt> s = db.Prepare(std::string("SELECT ") + agg +
+                                       "(step) FROM scalars WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3");
+    if (!s.ok()) return s.status();
+    s->Bind(1, series_id).Bind(2, from).Bind(3, to);
+    Result<bool> row = s->Step();
+    if (!row.ok()) return row.status();
+    if (s->IsNull(0)) return r;
+    (agg[1] == 'i' ? r.lo : r.hi) = s->Int(0);
+  }
+  return r;
+}
 
 json::object PointJson(const Point& p, bool with_superseded) {
   json::object o;
@@ -38,27 +59,27 @@ Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id) {
     return BadParameter("id", "series " + std::to_string(series_id) + " is a " + head->Text(2) +
                                   " series; only scalar series have points here");
 
-  // ?4 = 1 takes superseded points too.
+  // ?4 = 1 takes superseded points too. One pass over the points: the buckets' edges come from
+  // the range's first and last steps (index lookups), the count from the pass itself, and the
+  // raw points are kept only while they would fit unsampled.
   const char* where = "FROM scalars WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3 AND (?4 OR superseded = 0)";
-  Result<store::Stmt> range = db.Prepare(std::string("SELECT count(*), min(step), max(step) ") + where);
+  Result<StepRange> range = Range(db, series_id, *from, *to);
   if (!range.ok()) return StoreError(range.status());
-  range->Bind(1, series_id).Bind(2, *from).Bind(3, *to).Bind(4, *superseded);
-  if (Result<bool> r = range->Step(); !r.ok()) return StoreError(r.status());
-  const int64_t total = range->Int(0), lo = range->Int(1), hi = range->Int(2);
-
   Result<store::Stmt> rows = db.Prepare(std::string("SELECT step, wall_time, value, value_class, superseded ") +
                                         where + " ORDER BY step, source_id, offset, vidx");
   if (!rows.ok()) return StoreError(rows.status());
   rows->Bind(1, series_id).Bind(2, *from).Bind(3, *to).Bind(4, *superseded);
-  const bool downsample = total > 4 * *width;
-  M4 m4(lo, hi, *width);
+  const size_t room = static_cast<size_t>(4 * *width);
+  M4 m4(range->lo, range->hi, *width);
   std::vector<Point> all;
+  int64_t total = 0;
   const Status st = rows->EachRow([&] {
     Point p{rows->Int(0), rows->Real(1), rows->Real(2), static_cast<int>(rows->Int(3)), rows->Int(4) != 0};
-    if (downsample) m4.Add(p);
-    else all.push_back(p);
+    m4.Add(p);
+    if (++total <= static_cast<int64_t>(room)) all.push_back(p);
   });
   if (!st.ok()) return StoreError(st);
+  const bool downsample = total > static_cast<int64_t>(room);
   const std::vector<Point> points = downsample ? m4.Finish() : std::move(all);
 
   json::array out;
@@ -75,23 +96,60 @@ Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id) {
   return {200, std::move(o)};
 }
 
+// A sparkline is read at every refresh of the runs page, for every run: past this many steps
+// it samples instead of scanning.
+constexpr int64_t kSparklineScanSteps = 100000;
+
 Result<json::array> Sparkline(store::Db& db, int64_t series_id, int64_t width) {
-  Result<store::Stmt> range = db.Prepare(
-      "SELECT min(step), max(step) FROM scalars WHERE series_id = ?1 AND superseded = 0");
+  Result<StepRange> range = Range(db, series_id, INT64_MIN, INT64_MAX);
   if (!range.ok()) return range.status();
-  range->Bind(1, series_id);
-  if (Result<bool> r = range->Step(); !r.ok()) return r.status();
+  M4 m4(range->lo, range->hi, width);
+  if (range->hi - range->lo <= kSparklineScanSteps) {
+    Result<store::Stmt> rows = db.Prepare(
+        "SELECT step, value, value_class FROM scalars WHERE series_id = ?1 AND superseded = 0 "
+        "ORDER BY step, source_id, offset, vidx");
+    if (!rows.ok()) return rows.status();
+    rows->Bind(1, series_id);
+    TW_RETURN_IF_ERROR(rows->EachRow([&] {
+      m4.Add(Point{rows->Int(0), 0, rows->Real(1), static_cast<int>(rows->Int(2)), false});
+    }));
+  } else {
+    // A long series: the first point at each of 8 steps per bucket (index seeks, not a scan),
+    // so the trend is there; its first non-finite point (the partial index) joins them so a
+    // NaN still shows. A spike between samples is left to the run's page, which scans.
+    Result<store::Stmt> at = db.Prepare(
+        "SELECT step, value, value_class FROM scalars WHERE series_id = ?1 AND superseded = 0 AND step >= ?2 "
+        "ORDER BY step LIMIT 1");
+    if (!at.ok()) return at.status();
+    std::vector<Point> samples;
+    const int64_t n = 8 * width;
+    for (int64_t k = 0; k <= n; ++k) {
+      const int64_t step = range->lo + static_cast<int64_t>((range->hi - range->lo) * (static_cast<double>(k) / n));
+      at->Reset();
+      at->Bind(1, series_id).Bind(2, step);
+      Result<bool> row = at->Step();
+      if (!row.ok()) return row.status();
+      if (*row && (samples.empty() || at->Int(0) > samples.back().step))
+        samples.push_back(Point{at->Int(0), 0, at->Real(1), static_cast<int>(at->Int(2)), false});
+    }
+    Result<store::Stmt> nan = db.Prepare(
+        "SELECT step, value, value_class FROM scalars INDEXED BY scalars_nonfinite WHERE series_id = ?1 "
+        "AND superseded = 0 AND value_class <> 0 ORDER BY step LIMIT 1");
+    if (nan.ok()) {  // a store from before version 14 has no such index: samples only
+      nan->Bind(1, series_id);
+      Result<bool> row = nan->Step();
+      if (!row.ok()) return row.status();
+      if (*row) {
+        const Point p{nan->Int(0), 0, nan->Real(1), static_cast<int>(nan->Int(2)), false};
+        auto it = std::lower_bound(samples.begin(), samples.end(), p.step,
+                                   [](const Point& a, int64_t s) { return a.step < s; });
+        if (it != samples.end() && it->step == p.step) *it = p;
+        else samples.insert(it, p);
+      }
+    }
+    for (const Point& p : samples) m4.Add(p);
+  }
   json::array out;
-  if (range->IsNull(0)) return out;
-  Result<store::Stmt> rows = db.Prepare(
-      "SELECT step, value, value_class FROM scalars WHERE series_id = ?1 AND superseded = 0 "
-      "ORDER BY step, source_id, offset, vidx");
-  if (!rows.ok()) return rows.status();
-  rows->Bind(1, series_id);
-  M4 m4(range->Int(0), range->Int(1), width);
-  TW_RETURN_IF_ERROR(rows->EachRow([&] {
-    m4.Add(Point{rows->Int(0), 0, rows->Real(1), static_cast<int>(rows->Int(2)), false});
-  }));
   for (const Point& p : m4.Finish()) out.push_back(json::array{p.step, ClassedValue(p.value_class, p.value)});
   return out;
 }

@@ -34,40 +34,30 @@ void M4::Add(const Point& p) {
     Flush();
     bucket_ = b;
   }
-  // Only the four candidates are kept, not the bucket: pending_ holds at most 5 points.
-  const size_t i = pending_.size();
-  pending_.push_back(p);
-  if (i == 0) {
-    first_ = last_ = high_ = 0;
+  const Candidate c{p, seq_++};
+  if (!open_) {
+    open_ = true;
+    first_ = last_ = high_ = c;
     has_low_ = p.value_class != 1;
-    low_ = 0;
+    if (has_low_) low_ = c;
     return;
   }
-  last_ = i;
-  if (Higher(p, pending_[high_])) high_ = i;
-  if (p.value_class != 1 && (!has_low_ || p.value < pending_[low_].value)) {
-    low_ = i;
+  last_ = c;
+  if (Higher(p, high_.p)) high_ = c;
+  if (p.value_class != 1 && (!has_low_ || p.value < low_.p.value)) {
+    low_ = c;
     has_low_ = true;
   }
-  // Drop what no longer matters, keeping the candidates' order.
-  std::vector<size_t> keep = {first_, last_, high_};
-  if (has_low_) keep.push_back(low_);
-  std::sort(keep.begin(), keep.end());
-  keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
-  if (keep.size() == pending_.size()) return;
-  std::vector<Point> kept;
-  auto moved = [&](size_t old) { return static_cast<size_t>(std::find(keep.begin(), keep.end(), old) - keep.begin()); };
-  for (size_t k : keep) kept.push_back(pending_[k]);
-  first_ = moved(first_);
-  last_ = moved(last_);
-  high_ = moved(high_);
-  if (has_low_) low_ = moved(low_);
-  pending_ = std::move(kept);
 }
 
 void M4::Flush() {
-  out_.insert(out_.end(), pending_.begin(), pending_.end());
-  pending_.clear();
+  if (!open_) return;
+  Candidate kept[4] = {first_, last_, high_, low_};
+  const size_t n = has_low_ ? 4 : 3;
+  std::sort(kept, kept + n, [](const Candidate& a, const Candidate& b) { return a.seq < b.seq; });
+  for (size_t i = 0; i < n; ++i)
+    if (i == 0 || kept[i].seq != kept[i - 1].seq) out_.push_back(kept[i].p);
+  open_ = false;
 }
 
 std::vector<Point> M4::Finish() {

@@ -1,7 +1,7 @@
 // A run's page: its role curves on linked x axes, findings shaded from their onset beside the
 // chart with what was seen, the cause and the fix, the marks (first non-finite point, restarts,
 // epochs, LR changes, best validation step, forecast), hparams and config, its files.
-import {el, api, fmt, fmtStep, ago, when, badge, severityBadge, setReady, showError} from "./util.js";
+import {el, api, fmtStep, ago, when, badge, severityBadge, setReady, setUpdated, showError} from "./util.js";
 import {Chart} from "./chart.js";
 
 // Charts in the order a person reads a run; roles as diagnosis names them (docs/diagnosis.md).
@@ -91,22 +91,24 @@ export async function renderRun(main, runId, params) {
   const marks = data.markers.map(m => ({...m}));
 
   const chartsBox = el("div", {class: "charts"});
-  const markList = el("ul", {id: "markers", class: "marks"}, marks.length ? marks.map(m =>
+  const markItems = marks => marks.length ? marks.map(m =>
       el("li", {dataset: {marker: m.kind, step: m.step}},
          el("span", {class: "swatch", dataset: {kind: m.kind}}), ` ${MARK_NAMES[m.kind] || m.kind} `,
-         el("b", {}, `step ${fmtStep(m.step)}`), ` ${m.label}`)) : el("li", {class: "muted"}, "none"));
-  const findingList = el("ul", {id: "findings", class: "findings"},
-      findings.length ? findings.map(f => findingItem(f, isFocus(f))) : el("li", {class: "muted"}, "No findings."));
+         el("b", {}, `step ${fmtStep(m.step)}`), ` ${m.label}`)) : [el("li", {class: "muted"}, "none")];
+  const findingItems = findings => findings.length ? findings.map(f => findingItem(f, isFocus(f)))
+                                                   : [el("li", {class: "muted"}, "No findings.")];
+  const markList = el("ul", {id: "markers", class: "marks"}, markItems(marks));
+  const findingList = el("ul", {id: "findings", class: "findings"}, findingItems(findings));
   const seriesList = el("ul", {id: "series", class: "series small"}, data.series.map(s =>
       el("li", {dataset: {seriesId: s.id}}, s.tag, el("span", {class: "muted"}, ` ${s.kind}${s.last_step !== null ? " · to step " + fmtStep(s.last_step) : ""}`))));
 
   main.replaceChildren(
     el("div", {class: "run-head"},
-       el("h1", {}, badge(verdict), " ", run.display_name || run.name),
+       el("h1", {}, el("span", {id: "verdict"}, badge(verdict)), " ", run.display_name || run.name),
        el("p", {class: "muted"}, `${run.format} · ${run.root}`, run.display_name ? ` · ${run.name}` : "",
           run.exit_code !== null ? ` · exit code ${run.exit_code}` : "",
           ` · `, el("a", {href: `/compare?runs=${run.id}`}, "compare with…")),
-       verdictFinding ? el("p", {class: "verdict-reason"}, verdictFinding.message) : null),
+       el("p", {class: "verdict-reason"}, verdictFinding ? verdictFinding.message : "")),
     el("div", {class: "run-body"},
        el("section", {class: "plots"}, groups.length ? chartsBox : el("p", {class: "muted"}, "No scalar series with a known role."),
           el("h2", {}, "Marks"), markList),
@@ -158,13 +160,14 @@ export async function renderRun(main, runId, params) {
     const home = seriesId => (seriesId && chartOf(seriesId)) || groups[0];
     const inChart = m => ["restart", "epoch", "lr_change"].includes(m.kind) ||
         (m.kind === "forecast" ? g.role === "train_loss" : home(m.series_id) === g);
-    const shades = findings.filter(f => home(f.series_id) === g)
+    g.marksOf = markers => markers.filter(inChart).map(m => ({...m, x: toX(m.step)}));
+    g.shadesOf = findings => findings.filter(f => home(f.series_id) === g)
         .map(f => ({from: toX(f.onset_step ?? f.first_step ?? 0), to: f.state === "resolved" ? toX(f.last_step) : null,
                     focus: isFocus(f), resolved: f.state === "resolved"}));
     charts.push(new Chart(box, {
       role: g.role, title: g.title, sync: `run-${runId}`, onZoom,
       series: g.series.map(s => ({id: s.series_id, label: s.label})),
-      marks: marks.filter(inChart).map(m => ({...m, x: toX(m.step)})), shades,
+      marks: g.marksOf(marks), shades: g.shadesOf(findings),
       xOf: axis ? p => axis.x(p.step) : undefined, toSteps: axis ? r => r.map(axis.step) : undefined,
       xLabel: axis ? metricSeries.tag : "step",
     }));
@@ -174,14 +177,41 @@ export async function renderRun(main, runId, params) {
   window.tw = {charts: charts.map(c => ({role: c.spec.role, get plot() { return c.plot; }, chart: c})), run: data};
   await Promise.all(charts.map(c => c.load(null)));
   alignAll();
-  addEventListener("resize", () => charts.forEach(c => c.resize()));
+  // Live: a growing run's page follows it at the daemon's refresh interval, unless zoomed
+  // (a person looking at a range keeps it) or hidden in a background tab. New series (a role
+  // that appeared) redraw the page.
+  const shape = d => d.roles.map(r => `${r.role}:${r.series_id}`).join(",");
+  const timer = setInterval(async () => {
+    if (zoom || document.hidden) return;
+    try {
+      const fresh = await api(`/api/runs/${runId}`);
+      if (shape(fresh) !== shape(data)) {
+        clearInterval(timer);
+        return renderRun(main, runId, params);
+      }
+      const v = fresh.findings.find(f => f.rule === "run_verdict" && f.state === "firing");
+      document.getElementById("verdict").replaceChildren(badge(v && v.evidence ? v.evidence.verdict : "healthy"));
+      main.querySelector(".verdict-reason").textContent = v ? v.message : "";
+      const now = fresh.findings.filter(f => f.rule !== "run_verdict" && f.state !== "pending");
+      findingList.replaceChildren(...findingItems(now));
+      markList.replaceChildren(...markItems(fresh.markers));
+      groups.forEach((g, i) => { charts[i].spec.marks = g.marksOf(fresh.markers); charts[i].spec.shades = g.shadesOf(now); });
+      await Promise.all(charts.map(c => c.load(null)));
+      if (!zoom) alignAll();
+    } catch (err) {
+      setUpdated(`refresh failed: ${err.message}`);
+    }
+  }, (data.refresh_seconds || 10) * 1000);
+  window.onresize = () => charts.forEach(c => c.resize());  // one listener, also after a redraw
   const focused = document.querySelector(".finding.focus");
   if (focused) focused.scrollIntoView({block: "center"});
-  for (const li of markList.querySelectorAll("li[data-step]"))
-    li.addEventListener("click", () => {
-      const s = Number(li.dataset.step);
-      const span = charts[0] && charts[0].full ? (charts[0].full[1] - charts[0].full[0]) / 20 : 50;
-      onZoom([s - span, s + span]);
-    });
+  // A mark's line in the list zooms the charts around it (delegated: the list is redrawn live).
+  markList.addEventListener("click", e => {
+    const li = e.target.closest("li[data-step]");
+    if (!li) return;
+    const s = toX(Number(li.dataset.step));
+    const span = charts[0] && charts[0].full ? (charts[0].full[1] - charts[0].full[0]) / 20 : 50;
+    onZoom([s - span, s + span]);
+  });
   setReady();
 }
