@@ -67,7 +67,7 @@ struct RunEvent {
   int64_t run_id = 0;
   std::string run;
   std::string kind;       // started, resumed, finished, crashed
-  std::string cause_key;  // see sql/014_run_lifecycle.sql
+  std::string cause_key;  // see sql/015_run_lifecycle.sql
   double last_wall = 0;
   std::optional<int64_t> last_step;
   std::string how;        // the evidence, in words

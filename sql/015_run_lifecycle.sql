@@ -1,4 +1,4 @@
--- trainwatch store, version 14: run lifecycle events (docs/notifications.md, "Run events").
+-- trainwatch store, version 15: run lifecycle events (docs/notifications.md, "Run events").
 --
 -- A run started, resumed, finished or crashed, as the diagnosis thread judged it from the files
 -- (an exit record, a SessionLog STOP, the HF Trainer's end summary, a writer process gone, a
