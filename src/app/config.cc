@@ -202,6 +202,40 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
   return Status::Ok();
 }
 
+// [lifecycle]: run events (diagnose/lifecycle.h): whether they are judged, how long a run
+// that reached its plan must be quiet to have finished, the plan's fraction that counts as
+// reached, how recent an event must be to be announced, and whether writers' pids are judged.
+Status LoadLifecycleSection(const std::string& path, const toml::table& root, Config* c) {
+  const toml::node* n = root.get("lifecycle");
+  if (!n) return Status::Ok();
+  if (!n->is_table()) return InvalidArgument(Where(path, n->source()) + "'lifecycle' must be a table");
+  Section l(path, "lifecycle", *n->as_table());
+  TW_RETURN_IF_ERROR(l.CheckKeys({"enabled", "quiet_seconds", "planned_frac", "announce_within_hours", "writer_pids",
+                                  "check_seconds"}));
+  diagnose::LifecycleOptions& o = c->lifecycle;
+  TW_RETURN_IF_ERROR(l.Get("enabled", "true or false", &o.enabled));
+  TW_RETURN_IF_ERROR(l.Get("writer_pids", "true or false", &o.writer_pids));
+  TW_RETURN_IF_ERROR(l.Get("quiet_seconds", "a number of seconds", &o.quiet_seconds));
+  if (o.quiet_seconds < 10 || o.quiet_seconds > 7 * 86400)
+    return InvalidArgument(Where(path, l.node("quiet_seconds")->source()) +
+                           "[lifecycle] quiet_seconds must be between 10 and 604800 (7 days)");
+  TW_RETURN_IF_ERROR(l.Get("check_seconds", "a number of seconds", &o.check_seconds));
+  if (o.check_seconds < 1 || o.check_seconds > 3600)
+    return InvalidArgument(Where(path, l.node("check_seconds")->source()) +
+                           "[lifecycle] check_seconds must be between 1 and 3600");
+  TW_RETURN_IF_ERROR(l.Get("planned_frac", "a number (a fraction)", &o.planned_frac));
+  if (o.planned_frac <= 0 || o.planned_frac > 1)
+    return InvalidArgument(Where(path, l.node("planned_frac")->source()) +
+                           "[lifecycle] planned_frac must be in (0, 1]");
+  double hours = o.announce_within_seconds / 3600;
+  TW_RETURN_IF_ERROR(l.Get("announce_within_hours", "a number of hours", &hours));
+  if (hours < 0 || hours > 24 * 30)
+    return InvalidArgument(Where(path, l.node("announce_within_hours")->source()) +
+                           "[lifecycle] announce_within_hours must be between 0 and 720");
+  o.announce_within_seconds = hours * 3600;
+  return Status::Ok();
+}
+
 // [[console]]: one table per glob of console logs, `glob = "/scratch/*/slurm-*.out"`. The glob
 // must be absolute: it is matched against absolute paths, and a relative one would depend on
 // where the daemon was started (or on the config file's directory, which no one would guess).
@@ -599,7 +633,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     std::set<std::string> known = {"name", "type", "min_severity", "rules", "runs", "send_resolved",
                                    "min_interval_seconds", "link", "timeout_seconds", "ca_file",
                                    "group_by", "group_wait_seconds", "group_interval_seconds",
-                                   "repeat_interval_seconds", "digest_minutes"};
+                                   "repeat_interval_seconds", "digest_minutes", "events"};
     for (const std::string& key : notify::TypedChannelKeys()) known.insert(key);
     TW_RETURN_IF_ERROR(cs.CheckKeys(known));
     std::string name, type;
@@ -638,6 +672,17 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
                              "': min_severity must be info, warning or critical");
     TW_RETURN_IF_ERROR(cs.GetStrings("rules", &ch.rules));
     TW_RETURN_IF_ERROR(cs.GetStrings("runs", &ch.runs));
+    // The run events it gets; a typo would silently send nothing.
+    TW_RETURN_IF_ERROR(cs.GetStrings("events", &ch.events));
+    for (const std::string& ev : ch.events) {
+      const auto& types = notify::RunEventTypes();
+      if (std::find(types.begin(), types.end(), ev) == types.end()) {
+        std::string list;
+        for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
+        return InvalidArgument(Where(path, cs.node("events")->source()) + "channel '" + name + "': unknown event '" +
+                               ev + "' in events (expected some of: " + list + ")");
+      }
+    }
     TW_RETURN_IF_ERROR(cs.Get("send_resolved", "true or false", &ch.send_resolved));
     TW_RETURN_IF_ERROR(cs.Get("min_interval_seconds", "a number of seconds", &ch.min_interval_seconds));
     TW_RETURN_IF_ERROR(cs.Get("link", "a string (a URL template)", &ch.link_template));
@@ -727,7 +772,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   };
   Section top(path, "top level", root);
   TW_RETURN_IF_ERROR(
-      top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web", "alert"}));
+      top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web", "alert", "lifecycle"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -780,6 +825,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   TW_RETURN_IF_ERROR(l.Get("verbose", "true or false", &c.verbose));
   TW_RETURN_IF_ERROR(LoadRulesSection(path, base, root, &c));
   TW_RETURN_IF_ERROR(LoadAlertSection(path, root, &c));
+  TW_RETURN_IF_ERROR(LoadLifecycleSection(path, root, &c));
   TW_RETURN_IF_ERROR(LoadNotifySection(path, base, root, &c));
   Result<const toml::table*> webt = table("web");
   if (!webt.ok()) return webt.status();

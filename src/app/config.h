@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "decode/console_profiles.h"
 #include "diagnose/engine.h"
+#include "diagnose/lifecycle.h"
 #include "notify/channel.h"
 
 namespace tw::app {
@@ -61,6 +62,8 @@ struct Config {
   // An [[alert]] that watches no series for this long is reported ([rules] alert_unmatched_hours).
   double alert_unmatched_seconds = 86400;
   diagnose::EngineOptions rules;
+  // Run events ([lifecycle], diagnose/lifecycle.h); the daemon sets the writer probe.
+  diagnose::LifecycleOptions lifecycle;
   // Notifications ([notify] and [[notify.channel]]): none configured means the console.
   std::vector<notify::ChannelConfig> channels;
   double notify_max_age_seconds = 24 * 3600;  // undelivered after this: dead

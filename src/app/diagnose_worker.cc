@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/writer_process.h"
 #include "notify/outbox.h"
 
 namespace tw::app {
@@ -121,7 +122,7 @@ void DiagnoseWorker::LowerPriority() {
 void DiagnoseWorker::Loop() {
   LowerPriority();
   using Clock = std::chrono::steady_clock;
-  Clock::time_point last_live{}, last_history{}, last_all{}, burst_start{};
+  Clock::time_point last_live{}, last_history{}, last_all{}, last_open{}, burst_start{};
   Clock::duration last_cost{};
   while (!stop_) {
     std::optional<Pending> next;
@@ -148,6 +149,26 @@ void DiagnoseWorker::Loop() {
             queued_ += *q;
             return Status::Ok();
           });
+          lifecycle_.reset();
+          if (config_.lifecycle.enabled) {
+            Result<std::unique_ptr<diagnose::LifecycleTracker>> l = diagnose::LifecycleTracker::Open(db_path_);
+            if (l.ok()) {
+              (*l)->SetHook([this, channels = EffectiveChannels(config_)](store::Db& db, const diagnose::RunEvent& e,
+                                                                          double now) -> Status {
+                if (!e.announce) return Status::Ok();
+                Result<int> q = notify::QueueRunEvent(db, channels, e.event_id, now);
+                if (!q.ok()) return q.status();
+                queued_ += *q;
+                return Status::Ok();
+              });
+              lifecycle_ = std::move(*l);
+            } else {
+              log::Error("run events disabled: " + l.status().message());
+            }
+          }
+          // The host's answer to "does this writer still run?" (kill(2), /proc): diagnosis asks
+          // through this function and never calls them itself.
+          if (!config_.lifecycle.probe) config_.lifecycle.probe = ProbeThisHost;
           std::lock_guard lock(engine_mu_);
           engine_ = std::move(next->engine);
           tracker_ = std::move(*t);
@@ -187,6 +208,14 @@ void DiagnoseWorker::Loop() {
     if (!config_.rules.alerts.empty() && now - watch_checked_ >= watch_every) {
       watch_checked_ = now;
       CheckAlertsWatch();
+    }
+    // The runs that may still end, every check_seconds (a killed run's end is a fact of this
+    // host's processes, not of anything written).
+    if (lifecycle_ && now - last_open >= std::chrono::duration<double>(config_.lifecycle.check_seconds) &&
+        now >= retry_at_) {
+      last_open = now;
+      queued_ = 0;
+      if (RunEvents({}, /*open_runs=*/true) && queued_ > 0 && on_queued_) on_queued_();
     }
     // Live slices are `rules_interval_ms` apart. History slices, while the writer reads (a
     // backfill), at least 5x their own cost apart: a bounded share of the machine. Once it is
@@ -353,6 +382,7 @@ bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, b
     trouble_.clear();
     retry_seconds_ = 0;
   }
+  if (!critical_only && !RunEvents(runs, false)) return false;
   if (queued_ > 0 && on_queued_) on_queued_();
   for (const auto& t : *tr) {
     if (t.to == "pending") continue;  // said when it fires
@@ -369,6 +399,38 @@ bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, b
       else log::Notice(line);
     }
   }
+  return true;
+}
+
+bool DiagnoseWorker::RunEvents(const std::vector<int64_t>& runs, bool open_runs) {
+  if (!lifecycle_) return true;
+  const double now = UnixNow();
+  // The runs just examined, or every run that may still end: a killed run writes nothing that
+  // would bring it here.
+  std::set<int64_t> look(runs.begin(), runs.end());
+  if (open_runs) {
+    Result<std::vector<int64_t>> open = diagnose::OpenRuns(engine_->db(), now, config_.lifecycle);
+    if (!open.ok()) {
+      Trouble("cannot list the runs that may end: " + open.status().message());
+      return false;
+    }
+    look.insert(open->begin(), open->end());
+  }
+  Result<std::vector<diagnose::RunEvent>> found =
+      diagnose::DetectRunEvents(engine_->db(), {look.begin(), look.end()}, now, config_.lifecycle);
+  if (!found.ok()) {
+    Trouble("cannot judge the runs' lifecycle: " + found.status().message());
+    return false;
+  }
+  Result<std::vector<diagnose::RunEvent>> recorded = lifecycle_->Record(*found, now);
+  if (!recorded.ok()) {
+    Trouble("cannot store run events: " + recorded.status().message());
+    return false;
+  }
+  for (const auto& e : *recorded)
+    if (e.announce || e.kind == "finished" || e.kind == "crashed")
+      (e.kind == "crashed" ? log::Warning : log::Notice)("run " + e.kind + ": " + e.run + " (" + e.how + ")" +
+                                                          (e.announce ? "" : "; old history, not announced"));
   return true;
 }
 

@@ -28,6 +28,7 @@
 #include "app/config.h"
 #include "diagnose/engine.h"
 #include "diagnose/findings.h"
+#include "diagnose/lifecycle.h"
 
 namespace tw::app {
 
@@ -74,6 +75,10 @@ class DiagnoseWorker {
   // Examines `runs` (and the scope-all rules when `scope_all`; only the critical rules when
   // `critical_only`); stores the findings; false if the engine failed.
   bool Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only = false);
+  // The run events of `runs` (after their examination), or of every run that may still end
+  // (`open_runs`, every [lifecycle] check_seconds), judged, stored and queued; false (trouble
+  // said) if that failed.
+  bool RunEvents(const std::vector<int64_t>& runs, bool open_runs);
   // PreemptHistory's alarm (under engine_mu_): raised by the writer, answered by a live slice.
   bool LiveAlarm();
   void SetLiveAlarm(bool on);
@@ -128,6 +133,7 @@ class DiagnoseWorker {
   bool live_alarm_ = false;       // under engine_mu_: PreemptHistory() was called since
   std::set<int64_t> preempted_for_;  // under engine_mu_: the runs that have pre-empted once
   std::unique_ptr<diagnose::FindingTracker> tracker_;
+  std::unique_ptr<diagnose::LifecycleTracker> lifecycle_;  // null: run events off
   std::set<std::string> reported_;  // rule problems logged since the rules loaded: "ID\nLIMIT"
   // Diagnosis thread only: per [[alert]] watching nothing, since when (unix seconds, from when
   // the rules loaded at the earliest); those reported; when the watch was last counted.

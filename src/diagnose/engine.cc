@@ -125,6 +125,22 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   TW_RETURN_IF_ERROR(RegisterSqlFunctions(*e->db_));
   e->limits_ = std::make_unique<RuleLimits>(e->db_->raw(), e->options_.limits, &e->cancel_);
   TW_RETURN_IF_ERROR(WriteRoleTable(*e->db_, RoleMap{}));  // rules prepare against it
+  // run_finished(run_id, last_wall): the runs recorded as finished (lifecycle.h) and their last
+  // write then, for rules that must not call a finished run unfinished (stale_run). Empty on a
+  // store from before version 15, which a read-only open does not migrate.
+  {
+    Result<store::Stmt> has = e->db_->Prepare(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'run_lifecycle'");
+    if (!has.ok()) return has.status();
+    Result<bool> row = has->Step();
+    if (!row.ok()) return row.status();
+    const bool v15 = *row && has->Int(0) > 0;
+    has->Reset();
+    TW_RETURN_IF_ERROR(e->db_->Exec(
+        v15 ? "CREATE TEMP VIEW IF NOT EXISTS run_finished AS SELECT run_id, last_wall FROM main.run_lifecycle "
+              "WHERE kind = 'finished'"
+            : "CREATE TEMP VIEW IF NOT EXISTS run_finished AS SELECT 0 AS run_id, 0.0 AS last_wall WHERE 0"));
+  }
   struct {
     store::Stmt* stmt;
     const char* sql;
