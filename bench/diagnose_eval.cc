@@ -108,6 +108,8 @@ struct Pts {
 struct Roles {
   Pts train, val, lr, grad, epoch, mem, stime;
   Pts wnorm, uratio;                               // weight norm, update-to-weight ratio
+  Pts acc;                                         // training accuracy (0-1)
+  Pts scale;                                       // mixed precision's dynamic loss scale
   std::vector<std::pair<std::string, Pts>> layers;  // per-layer gradient norms, by layer name
 };
 
@@ -630,6 +632,79 @@ bool Generate(Case& c, Rng& r) {
     g.Base();
     c.dt = 60;  // one step a minute: a slow logger
     c.silence = c.interval * c.dt * r.U(1.5, 4);
+  } else if (k == "val_gap" || k == "val_catches_up" || k == "val_below_train") {
+    // val_gap: validation several times the training loss from its first evaluation on, as
+    // an evaluation-mode or preprocessing bug leaves it: tracking training at a constant
+    // factor (even cases) or stuck near the untrained loss (odd). Traps: a gap at the first
+    // evaluation that closes by mid-run (the model caught up on held-out data), and
+    // validation below training (dropout on in training only).
+    g.Train(g.pl, c.noise);
+    const double factor = r.U(2.5, 6.0);
+    const bool stuck = (c.noise > 0.03) == (c.length % 2 == 0);
+    const double tau = 0.1 * static_cast<double>(L);
+    if (k == "val_gap" && stuck)
+      g.Val([&](double) { return factor * 0.5 * g.pl(0); }, 0.02);
+    else if (k == "val_gap")
+      g.Val([&](double t) { return factor * (1.05 * g.pl(t) + 0.05); }, c.noise * 0.2);
+    else if (k == "val_catches_up")
+      g.Val([&](double t) { return (1.05 * g.pl(t) + 0.05) * (1 + (factor - 1) * std::exp(-t / tau)); }, c.noise * 0.2);
+    else
+      g.Val([&](double t) { return 0.7 * g.pl(t); }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    g.Epoch(std::max<int64_t>(1, L / 10));
+    if (k == "val_gap") c.onset = g.evals.front();
+    std::snprintf(buf, sizeof buf, "val %.1fx %s", k == "val_below_train" ? 0.7 : factor,
+                  k == "val_gap" ? (stuck ? "the untrained level / 2" : "training") : "training, closing");
+    c.extra = buf;
+  } else if (k == "loss_acc" || k == "acc_tracks" || k == "acc_saturated") {
+    // loss_acc: the loss falls while the accuracy holds at its start (a temperature that
+    // learns, the class prior). Traps: an accuracy that rises as the loss falls, fast and
+    // then into a plateau (a healthy tail: loss still falling, accuracy barely), and one
+    // saturated near 1 from early on.
+    g.Base();
+    const double a0 = r.U(0.3, 0.8), top = r.U(0.85, 0.97), sd = r.U(0.005, 0.03);
+    const double lo = g.pl(static_cast<double>(L)), hi = g.pl(0);
+    for (int64_t s : g.steps) {
+      const double learned = (hi - g.pl(static_cast<double>(s))) / (hi - lo);  // 0 -> 1
+      double a = k == "loss_acc" ? a0 : k == "acc_tracks" ? a0 + (top - a0) * std::min(1.0, 1.3 * learned)
+                                                           : 0.995 - 0.2 * std::exp(-static_cast<double>(s) / (0.01 * L));
+      c.roles.acc.Add(s, std::clamp(a + r.N(sd), 0.0, 1.0));
+    }
+    if (k == "loss_acc") c.onset = g.steps.front();
+    std::snprintf(buf, sizeof buf, ", acc %s", k == "loss_acc" ? "flat" : k == "acc_tracks" ? "tracks" : "saturated");
+    c.extra += buf;
+  } else if (k == "scale_halving" || k == "scale_below_one" || k == "scale_ok") {
+    // A dynamic loss scale as GradScaler keeps it: from 2^16 it halves at each overflow step
+    // and doubles after `growth` clean steps in a row. Every run calibrates first (a few
+    // halvings within its first 2 %). scale_halving: overflow on a share p of the steps that
+    // leaves no clean streak long enough to grow back (a NaN gradient every few batches);
+    // scale_below_one: gradients beyond float16's range even unscaled, so the level the
+    // scale settles at is 2^-2..2^-10; scale_ok (trap): rare overflows, the scale holds its
+    // level, halving now and then and growing back.
+    g.Base();
+    const int64_t growth = r.Pick(std::vector<int64_t>{200, 500, 2000});
+    const double p = k == "scale_halving" ? r.U(0.05, 0.3) : k == "scale_ok" ? 0.5 / static_cast<double>(growth) : 0.0;
+    const int settle = k == "scale_below_one" ? 16 + r.I(2, 10) : r.I(0, 6);  // halvings to the level
+    const int64_t calibrate = std::max<int64_t>(L / 50, settle + 1);
+    double scale = 65536;
+    int64_t clean = 0;
+    int halved = 0;
+    for (int64_t s = 0; s < L; ++s) {
+      bool overflow = s < calibrate ? halved < settle : r.U(0, 1) < p;
+      if (k == "scale_below_one" && s >= calibrate) overflow = scale * 2 > std::ldexp(1.0, 16 - settle) && clean + 1 >= growth;
+      if (overflow) scale *= 0.5, clean = 0, ++halved;
+      else if (++clean == growth) scale *= 2, clean = 0;
+      if (s % c.interval == 0) c.roles.scale.Add(s, scale);
+    }
+    if (k != "scale_ok") {  // the collapse begins where the scale last stood at its peak
+      const auto& v = c.roles.scale.v;
+      const double peak = *std::max_element(v.begin(), v.end());
+      for (size_t i = 0; i < v.size(); ++i)
+        if (v[i] >= peak) c.onset = c.roles.scale.step[i];
+    }
+    std::snprintf(buf, sizeof buf, ", scale: growth %lld, overflow p %.3f, settle %d", static_cast<long long>(growth), p, settle);
+    c.extra += buf;
   } else {
     Die("unknown kind " + k);
   }
@@ -642,17 +717,33 @@ bool Generate(Case& c, Rng& r) {
 struct TagNames {
   std::string train, val, lr, grad, epoch, mem, stime, clip_key;
   std::string wnorm = "weight_norm", uratio = "update_ratio", layer_prefix = "grad_norm/";
+  std::string acc = "", scale = "";  // a training accuracy, a loss scale (set per style below)
 };
 TagNames NamesFor(const std::string& style) {
-  if (style == "pytorch") return {"Loss/train", "Loss/val", "lr", "grad_norm", "epoch", "memory", "step_time", "max_grad_norm"};
-  if (style == "hf")
-    return {"train/loss", "eval/loss", "train/learning_rate", "train/grad_norm", "train/epoch",
-            "gpu/memory_allocated", "train/step_time", "max_grad_norm"};
-  if (style == "lightning")
-    return {"train_loss", "val_loss", "lr-AdamW", "grad_2.0_norm_total", "epoch", "gpu_memory", "time/step",
-            "gradient_clip_val", "weight_norm", "update_ratio", "grad_2.0_norm/"};
-  if (style == "tf2") return {"loss", "val/loss", "learning_rate", "grad_norm", "epoch", "memory", "step_time", "clip_norm"};
-  return {"epoch_loss", "epoch_loss", "epoch_learning_rate", "", "", "", "", ""};
+  TagNames n;
+  if (style == "pytorch") {
+    n = {"Loss/train", "Loss/val", "lr", "grad_norm", "epoch", "memory", "step_time", "max_grad_norm"};
+    n.acc = "Accuracy/train";
+    n.scale = "train/loss_scale";
+  } else if (style == "hf") {
+    n = {"train/loss", "eval/loss", "train/learning_rate", "train/grad_norm", "train/epoch",
+         "gpu/memory_allocated", "train/step_time", "max_grad_norm"};
+    n.acc = "train/accuracy";
+    n.scale = "loss_scale";
+  } else if (style == "lightning") {
+    n = {"train_loss", "val_loss", "lr-AdamW", "grad_2.0_norm_total", "epoch", "gpu_memory", "time/step",
+         "gradient_clip_val", "weight_norm", "update_ratio", "grad_2.0_norm/"};
+    n.acc = "train_acc";
+    n.scale = "grad_scale";
+  } else if (style == "tf2") {
+    n = {"loss", "val/loss", "learning_rate", "grad_norm", "epoch", "memory", "step_time", "clip_norm"};
+    n.acc = "accuracy";
+    n.scale = "amp/loss_scale";
+  } else {
+    n = {"epoch_loss", "epoch_loss", "epoch_learning_rate", "", "", "", "", ""};
+    n.acc = "epoch_accuracy";
+  }
+  return n;
 }
 
 struct Ev {
@@ -689,6 +780,7 @@ void WriteCase(const std::string& root, const Case& c) {
     std::vector<Ev> tr, va;
     emit(tr, n.train, r.train, 0);
     emit(tr, n.lr, r.lr, 1);
+    emit(tr, n.acc, r.acc, 2);
     emit(va, n.val, r.val, 0);
     WriteFile(root + "/" + c.name + "/train", std::move(tr), t0, "");
     if (!r.val.empty()) WriteFile(root + "/" + c.name + "/validation", std::move(va), t0, "");
@@ -705,6 +797,8 @@ void WriteCase(const std::string& root, const Case& c) {
   emit(evs, n.wnorm, r.wnorm, 7);
   emit(evs, n.uratio, r.uratio, 8);
   for (const auto& [layer, pts] : r.layers) emit(evs, n.layer_prefix + layer, pts, 9);
+  emit(evs, n.acc, r.acc, 10);
+  emit(evs, n.scale, r.scale, 11);
   const int64_t last = r.train.step.empty() ? 0 : r.train.step.back();
   if (c.clean_stop) evs.push_back({last, 99, testing::SessionLogEvent(last, wall(last) + 1, 2)});
   if (c.clip > 0) {
@@ -766,6 +860,10 @@ std::vector<KindSpec> Kinds() {
       {"dead_layer", "layer_grad_imbalance", 12, {"pytorch", "lightning", "tf2"}},
       {"weight_runaway", "weight_norm_runaway", 12, {"pytorch", "lightning", "tf2"}},
       {"update_off", "update_ratio_off", 12, {"pytorch", "lightning", "tf2"}},
+      {"val_gap", "val_worse_from_start", 16, kAllK},
+      {"loss_acc", "loss_acc_disagree", 16, kAllK},
+      {"scale_halving", "loss_scale_collapse", 12, kAll},
+      {"scale_below_one", "loss_scale_collapse", 8, kAll},
       {"healthy", "", 48, kAllK},
       {"s_curve", "", 16, kAllK},
       {"isolated_spikes", "", 20, kAllK},
@@ -781,6 +879,11 @@ std::vector<KindSpec> Kinds() {
       {"stale_slow_rhythm", "", 4, kAll},
       {"layers_ok", "", 12, {"pytorch", "lightning", "tf2"}},
       {"weights_ok", "", 12, {"pytorch", "lightning", "tf2"}},
+      {"val_catches_up", "", 12, kAllK},
+      {"val_below_train", "", 8, kAllK},
+      {"acc_tracks", "", 12, kAllK},
+      {"acc_saturated", "", 8, kAllK},
+      {"scale_ok", "", 12, kAll},
   };
 }
 
@@ -794,6 +897,7 @@ const std::map<std::string, std::set<std::string>>& Companions() {
       {"step_time_creep", {"memory_growth"}},
       {"loss_plateau", {"val_stall", "loss_at_chance"}},  // a plateau from the start at ln K is both
       {"lr_schedule_misaligned", {"loss_plateau"}},
+      {"val_constant", {"val_worse_from_start"}},  // a frozen validation far above training is both
   };
   return m;
 }
@@ -937,7 +1041,7 @@ int Main(const Options& opt) {
     const Roles& r = c.roles;
     points += static_cast<int64_t>(r.train.v.size() + r.val.v.size() + r.lr.v.size() + r.grad.v.size() +
                                    r.epoch.v.size() + r.mem.v.size() + r.stime.v.size() + r.wnorm.v.size() +
-                                   r.uratio.v.size());
+                                   r.uratio.v.size() + r.acc.v.size() + r.scale.v.size());
     for (const auto& l : r.layers) points += static_cast<int64_t>(l.second.v.size());
   }
   auto t1 = Clock::now();

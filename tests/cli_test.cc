@@ -156,6 +156,28 @@ TEST_F(CliOnCorpus, SecondIngestReadsNothingNewAndSucceeds) {
 
 // The diagnosis commands on the bundled example logdir (one run diverges into NaN, one
 // overfits): what a user runs first.
+// diagnose --explain: a run without an accuracy, a loss scale or a step time is told which checks
+// cannot run on it and which role (with example tags) each lacks; what it has is listed.
+TEST(Cli, DiagnoseExplainNamesTheChecksARunCannotFeed) {
+  TempDir dir;
+  const std::string db = dir / "tw.db";
+  ASSERT_EQ(RunCommand(Cli() + " ingest --quiet --db " + ShellQuote(db) + " " + ShellQuote(TW_CPU_RUNS_DIR)), 0);
+  std::string out;
+  ASSERT_EQ(RunCommand(Cli() + " diagnose --db " + ShellQuote(db) + " --explain 'healthy_dropout_hf' 2>&1", &out), 0)
+      << out;
+  EXPECT_NE(out.find("run healthy_dropout_hf: "), std::string::npos) << out;
+  EXPECT_NE(out.find("    val_loss: eval/loss\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("loss_scale_collapse: needs loss_scale (tags such as loss_scale: 'loss_scale'"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("step_time_creep: needs step_time or steps_per_sec"), std::string::npos) << out;
+  EXPECT_NE(out.find("gpu_util_low: needs gpu_util"), std::string::npos) << out;
+  // It logs eval/accuracy, so the loss-accuracy check can run; nothing is diagnosed.
+  EXPECT_EQ(out.find("loss_acc_disagree:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("[warning"), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(Cli() + " diagnose --db " + ShellQuote(db) + " --explain 'no_such_run*'", &out), 0);
+  EXPECT_NE(out.find("no run matches"), std::string::npos) << out;
+}
+
 TEST(Cli, DiagnoseFindingsRolesAndRules) {
   TempDir dir;
   const std::string db = dir / "tw.db", logdir = dir / "logdir";

@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "diagnose/engine.h"
 #include "diagnose/findings.h"
 #include "diagnose/report.h"
@@ -535,7 +536,9 @@ TEST_F(DiagnoseTest, StaleRunNeedsEvidenceThatTheRunWasNotDone) {
   {
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
-    EventFileWriter w(Root() + "/hung/" + testing::EventFileName(1700000000, host, ::getpid(), 0));
+    // Named as of now: a file created before this process started is another process's, whose
+    // pid was reused (base/writer_process.h).
+    EventFileWriter w(Root() + "/hung/" + testing::EventFileName(static_cast<int64_t>(UnixNow()), host, ::getpid(), 0));
     w.Add(testing::FileVersionEvent(hour_ago));
     for (int64_t t = 0; t < 400; ++t) w.Add(SimpleScalarEvent("loss", t, hour_ago + t * kDt, 1.0f));
     w.Flush();

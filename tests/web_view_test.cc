@@ -57,6 +57,21 @@ void WriteLongRun(const std::string& dir) {
   w.Flush();
 }
 
+// A run logged at every step for 10,000 steps: an LR warming up over 100 steps, then 1e-3,
+// stepped to 1e-4 at kDenseLrStep; an epoch every 3,000 steps. Longer than the marks' sampling
+// (1,024 samples), so the marks come from seeks, and must still land on the exact steps.
+constexpr int64_t kDenseLrStep = 6543;
+void WriteDenseRun(const std::string& dir) {
+  testing::EventFileWriter w(dir + "/" + testing::EventFileName(1700000000, "host", 3, 0));
+  w.Add(testing::FileVersionEvent(1.7e9));
+  for (int64_t s = 0; s < 10000; ++s) {
+    const float lr = s < 100 ? 1e-3f * (s + 1) / 100 : s < kDenseLrStep ? 1e-3f : 1e-4f;
+    w.Add(testing::SimpleScalarEvent("lr", s, 1.7e9 + s, lr));
+    w.Add(testing::SimpleScalarEvent("epoch", s, 1.7e9 + s, static_cast<float>(s / 3000)));
+  }
+  w.Flush();
+}
+
 class WebViewTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -64,6 +79,7 @@ class WebViewTest : public ::testing::Test {
     const std::string logs = *dir_ / "logs";
     WriteSickRun(logs + "/sick");
     WriteLongRun(logs + "/sparse");
+    WriteDenseRun(logs + "/dense");
     auto store = store::Store::Open(Db());
     ASSERT_TRUE(store.ok()) << store.status().message();
     ingest::Summary summary;
@@ -93,13 +109,14 @@ class WebViewTest : public ::testing::Test {
     ASSERT_TRUE(server_.Start(std::move(o)).ok());
   }
   uint16_t port() const { return server_.port(); }
-  json::object SickRun() {
+  json::object RunNamed(const std::string& name) {
     const json::value runs = WebGet(port(), "/api/runs").Json();
     int64_t id = 0;
     for (const auto& r : runs.at("runs").as_array())
-      if (r.at("name").as_string() == "sick") id = r.at("id").as_int64();
+      if (r.at("name").as_string() == name) id = r.at("id").as_int64();
     return WebGet(port(), "/api/runs/" + std::to_string(id)).Json().as_object();
   }
+  json::object SickRun() { return RunNamed("sick"); }
 
   static TempDir* dir_;
   web::WebServer server_;
@@ -167,6 +184,12 @@ TEST_F(WebViewTest, MarksTheFirstNonFinitePointRestartsEpochsLrStepsAndTheBestVa
   // The step decays, not the warmup's steps (each a big relative change, but a schedule).
   EXPECT_EQ(MarkSteps(run, "lr_change"), (std::vector<int64_t>{100, 200}));
   EXPECT_EQ(MarkSteps(run, "best_val"), std::vector<int64_t>{120});
+}
+
+TEST_F(WebViewTest, OnALongSeriesTheMarksComeFromSeeksAndLandOnTheExactSteps) {
+  const json::object run = RunNamed("dense");
+  EXPECT_EQ(MarkSteps(run, "lr_change"), std::vector<int64_t>{kDenseLrStep});
+  EXPECT_EQ(MarkSteps(run, "epoch"), (std::vector<int64_t>{3000, 6000, 9000}));
 }
 
 TEST_F(WebViewTest, ARunListsItsFilesWithTheirReadState) {

@@ -10,7 +10,8 @@
 //
 // trainwatch-example --live SECONDS OUTDIR: keeps a run live instead, the way a training job
 // does: OUTDIR/live-llama/ gets a few steps every quarter second for SECONDS, flushed in
-// pieces (sometimes half a record at a time), and starts to diverge two thirds of the way in.
+// pieces (sometimes half a record at a time), and starts to diverge two thirds of the way in;
+// its file is named for this host and process, so when it exits the daemon says run.crashed.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -29,6 +30,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "support/event_writer.h"
 #include "wandb/testing/log_writer.h"
@@ -327,8 +330,12 @@ void WriteLive(const std::string& outdir, double seconds) {
   using Clock = std::chrono::system_clock;
   auto now = [] { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); };
   const double t0 = now();
+  // Named for this host and this process, as a real writer's file is: when the run has turned
+  // NaN and this process exits, the daemon sees its writer gone and says run.crashed.
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
   EventFileWriter w((fs::path(outdir) / "live-llama" /
-                     EventFileName(static_cast<int64_t>(t0), kHost, 4242, 0))
+                     EventFileName(static_cast<int64_t>(t0), host, static_cast<int>(::getpid()), 0))
                         .native());
   w.Add(FileVersionEvent(t0, kTorchSourceWriter));
   w.Flush();

@@ -1,5 +1,5 @@
 -- id: grad_clip_saturation
--- title: Gradient clipping is active on almost every step
+-- title: Gradient clipping is active on almost every step (or on none)
 -- severity: warning
 -- roles: grad_norm
 -- cause: The clip threshold is far below the gradients' natural size: every update is
@@ -12,6 +12,10 @@
 -- param min_points = 20: points needed
 -- param adaptive_ratio = 10: with an adaptive optimizer, a warning only when the median is this
 --   many times the threshold (pre-clip norms far above it: the LR or the init is off)
+-- param idle_ratio = 0.2: clipping never active (information): every pre-clip norm of the run
+--   below the threshold, and their median at most this share of it
+-- param idle_points = 100: points the run needs for that, at least (its early, largest
+--   gradients included)
 --
 -- The threshold comes from the run's hyperparameters (max_grad_norm, gradient_clip_val,
 -- clip_grad_norm, grad_clip) or a clip_threshold series.
@@ -22,6 +26,12 @@
 -- scale (or take its sign), so a gradient rescaled by about the same factor every step moves
 -- the weights about as far: with them (named in the hyperparameters, as HF's `optim` does)
 -- saturation is info unless the pre-clip norm is far above the threshold.
+--
+-- The other side, from the same threshold: a clip that never acted, not even on the early,
+-- largest gradients, with the norm typically far below it, does nothing. That is harmless
+-- while training is stable (information, never a warning), but it says two things: the clip
+-- will not save the run from a spike unless it is brought down to a few times the typical
+-- norm, and the gradients leave room for a higher learning rate if training is slow.
 WITH family AS MATERIALIZED (
   -- The runs whose hyperparameters are this run's (itself, its child runs, ...).
   SELECT member AS run_id FROM run_family WHERE run_id = :run_id
@@ -73,8 +83,25 @@ SELECT series_id, COALESCE(since, first_step) AS onset_step, first_step, last_st
               THEN '; with ' || optimizer || ', which scales each update by the gradients'' own running size, '
                    || 'a gradient clipped by about the same factor every step changes little' ELSE '' END AS message,
        json_object('series', tag, 'threshold', t, 'share_above', 1.0 * above / n, 'median', med,
-                   'points', n, 'optimizer', optimizer) AS evidence
+                   'points', n, 'optimizer', optimizer) AS evidence,
+       NULL AS cause, NULL AS fix
 FROM judged WHERE n >= :min_points AND 1.0 * above / n >= :max_share
+UNION ALL
+SELECT series_id, first_step, first_step, last_step, 'info',
+       tag || ' (before clipping) stayed below the clip threshold ' || printf('%.3g', t) || ' at all ' || n ||
+         ' logged steps: its largest was ' || printf('%.3g', hi) || ' and its median ' || printf('%.3g', med) ||
+         ' (' || printf('%.2g', med / t) || 'x the threshold), so clipping never acted',
+       json_object('series', tag, 'threshold', t, 'max', hi, 'median', med, 'points', n, 'never_clipped', 1),
+       'The clip threshold is far above the gradients this run has: clip_grad_norm_ never rescaled an update, ' ||
+         'not even the early, largest ones, so it is no protection at this setting (a value copied from a ' ||
+         'recipe for another model or batch size).',
+       'Nothing to do while training is stable. To make the clip a guard against spikes, set max_grad_norm to ' ||
+         'a few times the typical pre-clip norm (its median here); if training is slow, the small gradients ' ||
+         'leave room for a higher learning rate.'
+FROM (SELECT g.series_id, g.tag, count(*) AS n, max(g.value) AS hi, tw_median(g.value) AS med, th.t AS t,
+             min(g.step) AS first_step, max(g.step) AS last_step
+      FROM g, th WHERE th.t IS NOT NULL GROUP BY g.series_id)
+WHERE n >= :idle_points AND hi < t AND med <= :idle_ratio * t
 UNION ALL
 -- fairseq logs the clipping itself: `clip` is the percentage of the interval's updates that were
 -- clipped (0-100). Read as a percentage only when it is one (values above 1: a clip threshold of
@@ -82,7 +109,7 @@ UNION ALL
 SELECT series_id, first_step, first_step, last_step, 'warning',
        tag || ' (the share of updates whose gradient was clipped) has a median of ' || printf('%.0f', 100 * share) ||
          '% over the last ' || n || ' logged intervals: nearly every update is rescaled by the clip',
-       json_object('series', tag, 'share_clipped', share, 'points', n)
+       json_object('series', tag, 'share_clipped', share, 'points', n), NULL, NULL
 FROM (SELECT series_id, tag, count(*) AS n, min(step) AS first_step, max(step) AS last_step,
              tw_median(value) / 100.0 AS share, max(value) AS hi
       FROM (SELECT series_id, tag, step, value, row_number() OVER (PARTITION BY series_id ORDER BY step DESC) AS k

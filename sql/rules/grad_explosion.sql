@@ -1,6 +1,7 @@
 -- id: grad_explosion
 -- title: Gradient norm is exploding
 -- severity: critical
+-- roles_any: grad_norm, grad_norm_layer
 -- cause: Training is becoming unstable: the learning rate is too high for the current
 --   curvature, there is no (or too loose) gradient clipping, or activations grow without
 --   normalization (deep nets without residual scaling, RNNs).

@@ -1,6 +1,7 @@
 -- id: grad_vanishing
 -- title: Gradients vanish (in some layers, or all of them)
 -- severity: warning
+-- roles_any: grad_norm, grad_norm_layer
 -- cause: Gradients die on their way back to the early layers: saturating activations
 --   (sigmoid/tanh) in a deep stack, a poor initialization, missing residual connections or
 --   normalization, or a layer that is frozen by mistake.

@@ -2,6 +2,7 @@
 -- title: Delayed generalization (grokking)
 -- severity: info
 -- roles: train_loss
+-- roles_any: val_loss, val_acc
 -- cause: Not a problem: the model fit the training set long ago, then, with weight decay pulling
 --   toward simpler solutions, generalized. Validation did not improve (or even rose) for a long
 --   stretch, then dropped.

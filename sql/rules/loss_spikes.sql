@@ -1,6 +1,7 @@
 -- id: loss_spikes
 -- title: Loss spikes that recur or do not recover
 -- severity: warning
+-- roles_any: train_loss, val_loss, gan_loss
 -- inhibited_by: non_finite_loss, loss_constant
 -- cause: Bad batches (corrupt or extreme examples, a data shard with a different scale) or an
 --   optimizer on the edge of stability: a learning rate too high for the current loss

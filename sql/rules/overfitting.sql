@@ -2,6 +2,7 @@
 -- title: Overfitting: validation getting worse while training loss falls
 -- severity: warning
 -- roles: train_loss
+-- roles_any: val_loss, val_acc, val_metric
 -- inhibited_by: non_finite_loss
 -- cause: The model is memorizing the training set: too much capacity or too many epochs for
 --   the data, too little regularization, or validation data that differs from training data.

@@ -25,7 +25,8 @@
 -- exponential decay (Keras ExponentialDecay, PyTorch ExponentialLR) shrinks by the same factor
 -- forever, and a cyclic or restarting schedule falls again every cycle: stopping in either is
 -- no sign of an unfinished run. A logged clean end (SessionLog
--- STOP, the HF Trainer's end-of-training summary, a W&B exit record with code 0) rules it out. The writer's wall clock is
+-- STOP, the HF Trainer's end-of-training summary, a W&B exit record with code 0), or a finish
+-- the daemon recorded (run_finished: docs/notifications.md, run events), rules it out. The writer's wall clock is
 -- compared with this machine's: a skewed clock is misjudged.
 WITH main AS MATERIALIZED (
   SELECT rr.run_id, rr.series_id, rr.tag, rr.source_run_id, r.name AS run
@@ -52,6 +53,9 @@ WITH main AS MATERIALIZED (
   FROM silent f
 ), overdue AS MATERIALIZED (
   SELECT * FROM gaps WHERE med_gap IS NOT NULL AND :now - last_wall > max(:gap_mult * med_gap, p99_gap + :grace, :min_silence)
+    -- A run recorded as finished (the run lifecycle: a planned end reached, its writer gone) is
+    -- not stale, unless it wrote again after that.
+    AND NOT EXISTS (SELECT 1 FROM run_finished d WHERE d.run_id = gaps.run_id AND d.last_wall >= gaps.last_wall)
 ), evidence AS MATERIALIZED (
   SELECT o.*,
          (SELECT max(tw_writer_alive(so.path)) FROM sources so WHERE so.run_id = o.source_run_id

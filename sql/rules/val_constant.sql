@@ -2,6 +2,7 @@
 -- title: Validation metric identical at every evaluation
 -- severity: warning
 -- roles: train_loss
+-- roles_any: val_loss, val_acc, val_metric
 -- cause: Evaluation does not see the model being trained: a stale or frozen copy is evaluated,
 --   a checkpoint is loaded before each evaluation, the evaluation set is empty or constant, or
 --   the logged value is cached. A validation score (accuracy, AUC) that never moves means the

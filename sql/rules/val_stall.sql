@@ -2,6 +2,7 @@
 -- title: Validation has stopped improving
 -- severity: info
 -- roles: train_loss
+-- roles_any: val_loss, val_acc, val_metric
 -- inhibited_by: overfitting, val_constant, non_finite_loss, grokking, stale_run
 -- cause: The model has learned what it can from this data at this learning rate: training
 --   goes on without improving what you measure.

@@ -18,6 +18,8 @@
 
 #include "base/toml_guard.h"
 #include "base/file_io.h"
+#include "base/strings.h"
+#include "diagnose/role_inference.h"
 #include "web/access.h"
 #include "notify/channel_types.h"
 #include "notify/email_channel.h"
@@ -133,7 +135,7 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
     const toml::table& t = *n->as_table();
     Section r(path, "rules", t);
     std::set<std::string> known = {"enabled", "interval_seconds", "dir", "disabled", "time_limit_seconds",
-                                   "memory_limit_mb"};
+                                   "memory_limit_mb", "alert_unmatched_hours"};
     for (const auto& [k, v] : t)
       if (v.is_table()) known.insert(std::string(k.str()));
     TW_RETURN_IF_ERROR(r.CheckKeys(known));
@@ -156,6 +158,13 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
       return InvalidArgument(Where(path, r.node("memory_limit_mb")->source()) +
                              "[rules] memory_limit_mb must be between 16 and 65536");
     c->rules.limits.memory_bytes = mb << 20;
+    // How long an [[alert]] may watch nothing before it is reported (its tag may not be logged yet).
+    double hours = c->alert_unmatched_seconds / 3600;
+    TW_RETURN_IF_ERROR(r.Get("alert_unmatched_hours", "a number of hours", &hours));
+    if (hours < 0.0005 || hours > 720)
+      return InvalidArgument(Where(path, r.node("alert_unmatched_hours")->source()) +
+                             "[rules] alert_unmatched_hours must be between 0.0005 and 720");
+    c->alert_unmatched_seconds = hours * 3600;
     std::string dir;
     TW_RETURN_IF_ERROR(r.Get("dir", "a string (a directory of .sql rules)", &dir));
     if (!dir.empty()) c->rules.rules_dir = Resolve(base, dir);
@@ -193,6 +202,40 @@ Status LoadRulesSection(const std::string& path, const fs::path& base, const tom
   return Status::Ok();
 }
 
+// [lifecycle]: run events (diagnose/lifecycle.h): whether they are judged, how long a run
+// that reached its plan must be quiet to have finished, the plan's fraction that counts as
+// reached, how recent an event must be to be announced, and whether writers' pids are judged.
+Status LoadLifecycleSection(const std::string& path, const toml::table& root, Config* c) {
+  const toml::node* n = root.get("lifecycle");
+  if (!n) return Status::Ok();
+  if (!n->is_table()) return InvalidArgument(Where(path, n->source()) + "'lifecycle' must be a table");
+  Section l(path, "lifecycle", *n->as_table());
+  TW_RETURN_IF_ERROR(l.CheckKeys({"enabled", "quiet_seconds", "planned_frac", "announce_within_hours", "writer_pids",
+                                  "check_seconds"}));
+  diagnose::LifecycleOptions& o = c->lifecycle;
+  TW_RETURN_IF_ERROR(l.Get("enabled", "true or false", &o.enabled));
+  TW_RETURN_IF_ERROR(l.Get("writer_pids", "true or false", &o.writer_pids));
+  TW_RETURN_IF_ERROR(l.Get("quiet_seconds", "a number of seconds", &o.quiet_seconds));
+  if (o.quiet_seconds < 10 || o.quiet_seconds > 7 * 86400)
+    return InvalidArgument(Where(path, l.node("quiet_seconds")->source()) +
+                           "[lifecycle] quiet_seconds must be between 10 and 604800 (7 days)");
+  TW_RETURN_IF_ERROR(l.Get("check_seconds", "a number of seconds", &o.check_seconds));
+  if (o.check_seconds < 1 || o.check_seconds > 3600)
+    return InvalidArgument(Where(path, l.node("check_seconds")->source()) +
+                           "[lifecycle] check_seconds must be between 1 and 3600");
+  TW_RETURN_IF_ERROR(l.Get("planned_frac", "a number (a fraction)", &o.planned_frac));
+  if (o.planned_frac <= 0 || o.planned_frac > 1)
+    return InvalidArgument(Where(path, l.node("planned_frac")->source()) +
+                           "[lifecycle] planned_frac must be in (0, 1]");
+  double hours = o.announce_within_seconds / 3600;
+  TW_RETURN_IF_ERROR(l.Get("announce_within_hours", "a number of hours", &hours));
+  if (hours < 0 || hours > 24 * 30)
+    return InvalidArgument(Where(path, l.node("announce_within_hours")->source()) +
+                           "[lifecycle] announce_within_hours must be between 0 and 720");
+  o.announce_within_seconds = hours * 3600;
+  return Status::Ok();
+}
+
 // [[console]]: one table per glob of console logs, `glob = "/scratch/*/slurm-*.out"`. The glob
 // must be absolute: it is matched against absolute paths, and a relative one would depend on
 // where the daemon was started (or on the config file's directory, which no one would guess).
@@ -224,6 +267,147 @@ Status LoadConsoleSection(const std::string& path, const toml::table& root, Conf
       return InvalidArgument(Where(path, at) + "[[console]] glob '" + given +
                              "' names a directory: it must name files");
     c->console.push_back({glob, SplitGlobRoot(glob).first, static_cast<int>(at.begin.line)});
+  }
+  return Status::Ok();
+}
+
+// [[alert]]: one table per alert (docs/alerts.md): name, run, tag or role, exactly one
+// condition (above, below, new_best, change_pct with window, absent_for), for, severity,
+// message. Each becomes a rule (diagnose/alert.h). Everything that can be judged without a
+// store is judged here, at the key's line; a tag that matches nothing is not an error (it may
+// not exist yet): the daemon reports an alert that matched nothing for a day.
+Status LoadAlertSection(const std::string& path, const toml::table& root, Config* c) {
+  const toml::node* n = root.get("alert");
+  if (!n) return Status::Ok();
+  const toml::array* arr = n->as_array();
+  if (!arr || !arr->is_array_of_tables())
+    return InvalidArgument(Where(path, n->source()) +
+                           "'alert' must be an array of tables: [[alert]] with name, tag or role, and a condition");
+  static const char* const kConditions[] = {"above", "below", "new_best", "change_pct", "absent_for"};
+  std::set<std::string> names;
+  for (const auto& e : *arr) {
+    const toml::table& t = *e.as_table();
+    Section as(path, "[alert]", t);  // messages say [[alert]]
+    TW_RETURN_IF_ERROR(as.CheckKeys({"name", "run", "tag", "role", "above", "below", "new_best", "change_pct",
+                                     "window", "absent_for", "for", "severity", "message"}));
+    diagnose::Alert a;
+    a.file = path;
+    a.line = static_cast<int>(e.source().begin.line);
+    const std::string table = Where(path, e.source()) + "[[alert]]";
+    auto at = [&](const char* key) { return Where(path, as.node(key)->source()) + "[[alert]] "; };
+    TW_RETURN_IF_ERROR(as.Get("name", "a string ([A-Za-z0-9_]+)", &a.name));
+    if (a.name.empty()) return InvalidArgument(table + " needs a name (letters, digits and _): its rule id");
+    if (a.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+        std::string::npos)
+      return InvalidArgument(at("name") + "name '" + a.name + "' must be letters, digits and _ (it is a rule id)");
+    if (!names.insert(a.name).second)
+      return InvalidArgument(at("name") + "two alerts are named '" + a.name + "'");
+    const std::string who = "'" + a.name + "': ";
+    TW_RETURN_IF_ERROR(as.Get("run", "a string (a glob over run names)", &a.run_glob));
+    if (a.run_glob.empty()) return InvalidArgument(at("run") + who + "run must be a glob over run names (\"*\": all)");
+    TW_RETURN_IF_ERROR(as.Get("tag", "a string (a glob over tags)", &a.tag));
+    TW_RETURN_IF_ERROR(as.Get("role", "a string (a role: trainwatch roles lists them)", &a.role));
+    if (as.node("tag") && as.node("role"))
+      return InvalidArgument(at("role") + who + "give a tag or a role, not both");
+    if (as.node("tag") && a.tag.empty()) return InvalidArgument(at("tag") + who + "tag must not be empty");
+    if (!as.node("tag") && !as.node("role"))
+      return InvalidArgument(table + " " + who + "needs a tag (a glob over tags) or a role (val_loss, ...)");
+    if (as.node("role")) {
+      const std::vector<std::string> roles = diagnose::KnownRoles();
+      if (std::find(roles.begin(), roles.end(), a.role) == roles.end() || a.role == "ignore") {
+        std::string list;
+        for (const auto& r : roles)
+          if (r != "ignore") list += (list.empty() ? "" : ", ") + r;
+        return InvalidArgument(at("role") + who + "no role is called '" + a.role + "' (known: " + list + ")");
+      }
+    }
+    // Exactly one condition.
+    std::vector<const char*> given;
+    for (const char* k : kConditions)
+      if (as.node(k)) given.push_back(k);
+    if (given.empty())
+      return InvalidArgument(table + " " + who +
+                             "needs one condition: above, below, new_best, change_pct (with window) or absent_for");
+    if (given.size() > 1)
+      return InvalidArgument(at(given[1]) + who + "has two conditions, " + given[0] + " and " + given[1] +
+                             ": an alert has exactly one (write two alerts" +
+                             (std::string(given[0]) == "above" && std::string(given[1]) == "below"
+                                  ? " for a band: one above, one below)"
+                                  : ")"));
+    const std::string cond = given[0];
+    // A duration: a number of seconds, or a string with a unit ("90s", "30m", "2h", "1d").
+    auto duration = [&](const char* key, double* out) -> Status {
+      const toml::node* d = as.node(key);
+      if (!d) return Status::Ok();
+      std::optional<double> v;
+      if (d->is_number()) v = d->value<double>();
+      else if (d->is_string()) {
+        double secs = 0;
+        if (ParseDuration(*d->value<std::string>(), &secs)) v = secs;
+      }
+      if (!v || !std::isfinite(*v) || *v < 0)
+        return InvalidArgument(at(key) + who + key + " must be a duration: seconds (600) or a string with s, m, h "
+                               "or d (\"10m\", \"2h\")");
+      *out = *v;
+      return Status::Ok();
+    };
+    TW_RETURN_IF_ERROR(duration("for", &a.for_seconds));
+    if (as.node("window") && cond != "change_pct")
+      return InvalidArgument(at("window") + who + "window goes with change_pct only");
+    if (cond == "above" || cond == "below") {
+      a.condition = cond == "above" ? diagnose::Alert::Condition::kAbove : diagnose::Alert::Condition::kBelow;
+      TW_RETURN_IF_ERROR(as.Get(cond.c_str(), "a number", &a.value));
+    } else if (cond == "new_best") {
+      a.condition = diagnose::Alert::Condition::kNewBest;
+      std::string best;
+      TW_RETURN_IF_ERROR(as.Get("new_best", "\"min\" or \"max\"", &best));
+      if (best != "min" && best != "max")
+        return InvalidArgument(at("new_best") + who + "new_best must be \"min\" (lower is better) or \"max\", got '" +
+                               best + "'");
+      a.best = best == "max" ? 1 : -1;
+      // A role says which way is better: the other way would announce each new worst.
+      const int dir = a.role.empty() ? 0 : diagnose::RoleDirection(a.role);
+      if (dir != 0 && dir != a.best)
+        return InvalidArgument(at("new_best") + who + "new_best = \"" + best + "\" contradicts role " + a.role +
+                               ", which is better " + (dir > 0 ? "higher (\"max\")" : "lower (\"min\")") +
+                               ": it would fire at each new worst");
+    } else if (cond == "change_pct") {
+      a.condition = diagnose::Alert::Condition::kChangePct;
+      TW_RETURN_IF_ERROR(as.Get("change_pct", "a number (percent; below 0 for a fall)", &a.value));
+      if (a.value == 0)
+        return InvalidArgument(at("change_pct") + who + "change_pct must not be 0: 20 fires on a rise of 20% "
+                               "or more, -20 on a fall of 20% or more");
+      if (a.value <= -100)
+        return InvalidArgument(at("change_pct") + who + "change_pct " + NumberText(a.value) +
+                               ": a fall of 100% or more crosses zero; use below = 0 instead");
+      const toml::node* w = as.node("window");
+      if (!w)
+        return InvalidArgument(table + " " + who + "change_pct needs a window: steps (500) or a duration (\"30m\")");
+      double secs = 0;
+      if (w->is_integer() && *w->value<int64_t>() > 0) {
+        a.window = static_cast<double>(*w->value<int64_t>());
+      } else if (w->is_string() && ParseDuration(*w->value<std::string>(), &secs)) {
+        a.window = secs;
+        a.window_seconds = true;
+      } else {
+        return InvalidArgument(at("window") + who + "window must be a whole number of steps (500) or a duration "
+                               "(\"30m\", \"2h\")");
+      }
+    } else {
+      a.condition = diagnose::Alert::Condition::kAbsentFor;
+      TW_RETURN_IF_ERROR(duration("absent_for", &a.value));
+      if (a.value <= 0) return InvalidArgument(at("absent_for") + who + "absent_for must be longer than 0");
+      if (as.node("for"))
+        return InvalidArgument(at("for") + who + "for does not go with absent_for, which is already how long the "
+                               "series must be silent (" + (a.for_seconds > a.value ? "and for is longer than it" :
+                               "set absent_for to the whole time") + ")");
+    }
+    std::string severity = "warning";
+    TW_RETURN_IF_ERROR(as.Get("severity", "\"info\", \"warning\" or \"critical\"", &severity));
+    if (!diagnose::ParseSeverity(severity, &a.severity))
+      return InvalidArgument(at("severity") + who + "severity must be info, warning or critical, got '" + severity + "'");
+    TW_RETURN_IF_ERROR(as.Get("message", "a string", &a.message));
+    c->rules.alerts.push_back(std::move(a));
   }
   return Status::Ok();
 }
@@ -449,7 +633,7 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
     std::set<std::string> known = {"name", "type", "min_severity", "rules", "runs", "send_resolved",
                                    "min_interval_seconds", "link", "timeout_seconds", "ca_file",
                                    "group_by", "group_wait_seconds", "group_interval_seconds",
-                                   "repeat_interval_seconds", "digest_minutes"};
+                                   "repeat_interval_seconds", "digest_minutes", "events"};
     for (const std::string& key : notify::TypedChannelKeys()) known.insert(key);
     TW_RETURN_IF_ERROR(cs.CheckKeys(known));
     std::string name, type;
@@ -488,6 +672,17 @@ Status LoadNotifySection(const std::string& path, const fs::path& base, const to
                              "': min_severity must be info, warning or critical");
     TW_RETURN_IF_ERROR(cs.GetStrings("rules", &ch.rules));
     TW_RETURN_IF_ERROR(cs.GetStrings("runs", &ch.runs));
+    // The run events it gets; a typo would silently send nothing.
+    TW_RETURN_IF_ERROR(cs.GetStrings("events", &ch.events));
+    for (const std::string& ev : ch.events) {
+      const auto& types = notify::RunEventTypes();
+      if (std::find(types.begin(), types.end(), ev) == types.end()) {
+        std::string list;
+        for (const auto& t : types) list += (list.empty() ? "" : ", ") + t;
+        return InvalidArgument(Where(path, cs.node("events")->source()) + "channel '" + name + "': unknown event '" +
+                               ev + "' in events (expected some of: " + list + ")");
+      }
+    }
     TW_RETURN_IF_ERROR(cs.Get("send_resolved", "true or false", &ch.send_resolved));
     TW_RETURN_IF_ERROR(cs.Get("min_interval_seconds", "a number of seconds", &ch.min_interval_seconds));
     TW_RETURN_IF_ERROR(cs.Get("link", "a string (a URL template)", &ch.link_template));
@@ -576,7 +771,8 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
     return n->as_table();
   };
   Section top(path, "top level", root);
-  TW_RETURN_IF_ERROR(top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web"}));
+  TW_RETURN_IF_ERROR(
+      top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web", "alert", "lifecycle"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -628,6 +824,8 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   TW_RETURN_IF_ERROR(l.CheckKeys({"verbose"}));
   TW_RETURN_IF_ERROR(l.Get("verbose", "true or false", &c.verbose));
   TW_RETURN_IF_ERROR(LoadRulesSection(path, base, root, &c));
+  TW_RETURN_IF_ERROR(LoadAlertSection(path, root, &c));
+  TW_RETURN_IF_ERROR(LoadLifecycleSection(path, root, &c));
   TW_RETURN_IF_ERROR(LoadNotifySection(path, base, root, &c));
   Result<const toml::table*> webt = table("web");
   if (!webt.ok()) return webt.status();
@@ -749,8 +947,11 @@ std::pair<std::string, std::string> SplitGlobRoot(const std::string& glob) {
 Status Validate(Config* c) {
   // Rule ids and parameters first: a config that names no rule must not create a store.
   if (c->rules_enabled)
-    if (const std::vector<std::string> errors = diagnose::ConfigErrors(c->rules); !errors.empty())
-      return InvalidArgument(c->origin + ": " + errors[0].substr(std::string_view("config: ").size()));
+    if (const std::vector<std::string> errors = diagnose::ConfigErrors(c->rules); !errors.empty()) {
+      const std::string e = errors[0].substr(std::string_view("config: ").size());
+      // An [[alert]]'s error names this file and its line already.
+      return InvalidArgument(e.starts_with(c->origin + ":") ? e : c->origin + ": " + e);
+    }
   if (c->roots.empty() && c->console.empty())
     return InvalidArgument(c->origin + ": no roots to watch (set [watch] roots, or --logdir DIR, or "
                            "[[console]] globs)");

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "decode/console_profiles.h"
 #include "diagnose/engine.h"
+#include "diagnose/lifecycle.h"
 #include "notify/channel.h"
 
 namespace tw::app {
@@ -58,7 +59,11 @@ struct Config {
   bool rules_enabled = true;
   int64_t rules_interval_ms = 2000;   // a cycle at most this often while data arrives
   int64_t rules_all_interval_ms = 60000;  // scope-all rules (stale runs) at most this often
+  // An [[alert]] that watches no series for this long is reported ([rules] alert_unmatched_hours).
+  double alert_unmatched_seconds = 86400;
   diagnose::EngineOptions rules;
+  // Run events ([lifecycle], diagnose/lifecycle.h); the daemon sets the writer probe.
+  diagnose::LifecycleOptions lifecycle;
   // Notifications ([notify] and [[notify.channel]]): none configured means the console.
   std::vector<notify::ChannelConfig> channels;
   double notify_max_age_seconds = 24 * 3600;  // undelivered after this: dead

@@ -107,6 +107,7 @@ class Daemon {
     worker_.SetOnCommitted([this](int64_t run, bool live) { diagnoser_.RunsCommitted(run, live); });
     worker_.SetOnLiveNonFinite([this](int64_t run) { diagnoser_.PreemptHistory(run); });
     diagnoser_.SetIngestIdle([this] { return queue_.Drained(); });
+    diagnoser_.SetOnAlertsUnmatched([this](const std::string& lines) { worker_.SetState("alerts_unmatched", lines); });
     worker_.SetOnFatal([this](const Status& st) { boost::asio::post(io_, [this, st] { OnFatalStoreError(st); }); });
     // What delivery waits on cannot always go into the store (its write lock may be what it
     // waits for): the lock file beside it says it to `trainwatch status`.

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/writer_process.h"
 #include "notify/outbox.h"
 
 namespace tw::app {
@@ -120,7 +122,7 @@ void DiagnoseWorker::LowerPriority() {
 void DiagnoseWorker::Loop() {
   LowerPriority();
   using Clock = std::chrono::steady_clock;
-  Clock::time_point last_live{}, last_history{}, last_all{}, burst_start{};
+  Clock::time_point last_live{}, last_history{}, last_all{}, last_open{}, burst_start{};
   Clock::duration last_cost{};
   while (!stop_) {
     std::optional<Pending> next;
@@ -147,11 +149,35 @@ void DiagnoseWorker::Loop() {
             queued_ += *q;
             return Status::Ok();
           });
+          lifecycle_.reset();
+          if (config_.lifecycle.enabled) {
+            Result<std::unique_ptr<diagnose::LifecycleTracker>> l = diagnose::LifecycleTracker::Open(db_path_);
+            if (l.ok()) {
+              (*l)->SetHook([this, channels = EffectiveChannels(config_)](store::Db& db, const diagnose::RunEvent& e,
+                                                                          double now) -> Status {
+                if (!e.announce) return Status::Ok();
+                Result<int> q = notify::QueueRunEvent(db, channels, e.event_id, now);
+                if (!q.ok()) return q.status();
+                queued_ += *q;
+                return Status::Ok();
+              });
+              lifecycle_ = std::move(*l);
+            } else {
+              log::Error("run events disabled: " + l.status().message());
+            }
+          }
+          // The host's answer to "does this writer still run?" (kill(2), /proc): diagnosis asks
+          // through this function and never calls them itself.
+          if (!config_.lifecycle.probe) config_.lifecycle.probe = ProbeThisHost;
           std::lock_guard lock(engine_mu_);
           engine_ = std::move(next->engine);
           tracker_ = std::move(*t);
           log::Info("diagnosis: " + std::to_string(engine_->rules().size()) + " rules loaded");
           examine_all_ = true;
+          // New alerts: each has its day to find a series again.
+          unmatched_since_.clear();
+          if (!unmatched_reported_.empty() && on_unmatched_) on_unmatched_("");
+          unmatched_reported_.clear();
         } else {
           log::Error("diagnosis disabled: " + t.status().message());
         }
@@ -175,6 +201,22 @@ void DiagnoseWorker::Loop() {
       }
     }
     const auto now = Clock::now();
+    // What the alerts watch, every tenth of the reporting delay (at most every minute), busy or
+    // quiet: cheap counts, on the role map this engine has built so far.
+    const auto watch_every = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::min(60.0, config_.alert_unmatched_seconds / 10)));
+    if (!config_.rules.alerts.empty() && now - watch_checked_ >= watch_every) {
+      watch_checked_ = now;
+      CheckAlertsWatch();
+    }
+    // The runs that may still end, every check_seconds (a killed run's end is a fact of this
+    // host's processes, not of anything written).
+    if (lifecycle_ && now - last_open >= std::chrono::duration<double>(config_.lifecycle.check_seconds) &&
+        now >= retry_at_) {
+      last_open = now;
+      queued_ = 0;
+      if (RunEvents({}, /*open_runs=*/true) && queued_ > 0 && on_queued_) on_queued_();
+    }
     // Live slices are `rules_interval_ms` apart. History slices, while the writer reads (a
     // backfill), at least 5x their own cost apart: a bounded share of the machine. Once it is
     // idle they follow each other (the thread is niced; live slices, when due, still go first).
@@ -201,6 +243,7 @@ void DiagnoseWorker::Loop() {
     const bool ok = (!live || Examine(slice, false, /*critical_only=*/true)) && Examine(slice, all);
     if (history) EndHistorySlice();
     if (ok) for (int64_t run : slice) todo_.erase(run);  // else tried again after the gap
+
     const auto cost = Clock::now() - now;
     if (!live) last_cost = cost;
     if (ok && !slice.empty()) {
@@ -222,6 +265,42 @@ void DiagnoseWorker::Loop() {
       history_examined_ = 0;
     }
   }
+}
+
+void DiagnoseWorker::CheckAlertsWatch() {
+  Result<std::map<std::string, int64_t>> counts = engine_->AlertMatches();
+  if (!counts.ok()) return;  // the store is busy or in trouble: the slices say so
+  const double now = UnixNow();
+  bool changed = false;
+  for (const diagnose::Alert& a : config_.rules.alerts) {
+    const std::string where = a.name + " (" + a.file + ":" + std::to_string(a.line) + ")";
+    if ((*counts)[a.name] > 0) {
+      unmatched_since_.erase(a.name);
+      if (unmatched_reported_.erase(a.name)) {
+        log::Notice("alert " + where + " watches " + std::to_string((*counts)[a.name]) + " series now");
+        changed = true;
+      }
+      continue;
+    }
+    const double since = unmatched_since_.emplace(a.name, now).first->second;
+    if (now - since >= config_.alert_unmatched_seconds && unmatched_reported_.insert(a.name).second) {
+      const double held = now - since;
+      log::Warning("alert " + where + " has watched no series for " +
+                   (held >= 3600 ? std::to_string(std::llround(held / 3600)) + " h: "
+                                 : std::to_string(std::llround(held)) + " s: ") +
+                   diagnose::DescribeTarget(a) +
+                   " matches nothing (a typo? `trainwatch rules --config FILE --db STORE` shows what each "
+                   "alert watches)");
+      changed = true;
+    }
+  }
+  if (!changed || !on_unmatched_) return;
+  std::string lines;
+  for (const diagnose::Alert& a : config_.rules.alerts)
+    if (unmatched_reported_.count(a.name))
+      lines += (lines.empty() ? "" : "\n") + a.name + " (" + a.file + ":" + std::to_string(a.line) + "): " +
+               diagnose::DescribeTarget(a) + " matches nothing";
+  on_unmatched_(lines);
 }
 
 void DiagnoseWorker::PreemptHistory(int64_t run) {
@@ -303,6 +382,7 @@ bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, b
     trouble_.clear();
     retry_seconds_ = 0;
   }
+  if (!critical_only && !RunEvents(runs, false)) return false;
   if (queued_ > 0 && on_queued_) on_queued_();
   for (const auto& t : *tr) {
     if (t.to == "pending") continue;  // said when it fires
@@ -319,6 +399,38 @@ bool DiagnoseWorker::Examine(const std::vector<int64_t>& runs, bool scope_all, b
       else log::Notice(line);
     }
   }
+  return true;
+}
+
+bool DiagnoseWorker::RunEvents(const std::vector<int64_t>& runs, bool open_runs) {
+  if (!lifecycle_) return true;
+  const double now = UnixNow();
+  // The runs just examined, or every run that may still end: a killed run writes nothing that
+  // would bring it here.
+  std::set<int64_t> look(runs.begin(), runs.end());
+  if (open_runs) {
+    Result<std::vector<int64_t>> open = diagnose::OpenRuns(engine_->db(), now, config_.lifecycle);
+    if (!open.ok()) {
+      Trouble("cannot list the runs that may end: " + open.status().message());
+      return false;
+    }
+    look.insert(open->begin(), open->end());
+  }
+  Result<std::vector<diagnose::RunEvent>> found =
+      diagnose::DetectRunEvents(engine_->db(), {look.begin(), look.end()}, now, config_.lifecycle);
+  if (!found.ok()) {
+    Trouble("cannot judge the runs' lifecycle: " + found.status().message());
+    return false;
+  }
+  Result<std::vector<diagnose::RunEvent>> recorded = lifecycle_->Record(*found, now);
+  if (!recorded.ok()) {
+    Trouble("cannot store run events: " + recorded.status().message());
+    return false;
+  }
+  for (const auto& e : *recorded)
+    if (e.announce || e.kind == "finished" || e.kind == "crashed")
+      (e.kind == "crashed" ? log::Warning : log::Notice)("run " + e.kind + ": " + e.run + " (" + e.how + ")" +
+                                                          (e.announce ? "" : "; old history, not announced"));
   return true;
 }
 

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "app/config.h"
 #include "diagnose/engine.h"
 #include "diagnose/findings.h"
+#include "diagnose/lifecycle.h"
 
 namespace tw::app {
 
@@ -47,6 +49,10 @@ class DiagnoseWorker {
   // Called on the diagnosis thread: whether the writer has nothing queued (thread-safe on its
   // side), so "caught up" is said when the history is both read and examined. Before Start().
   void SetIngestIdle(std::function<bool()> f) { ingest_idle_ = std::move(f); }
+  // Called on the diagnosis thread with the [[alert]]s that have watched no series for
+  // `alert_unmatched_seconds` (one line each, "" when none), whenever that list changes; the
+  // daemon keeps it for `trainwatch status`. Before Start().
+  void SetOnAlertsUnmatched(std::function<void(const std::string&)> f) { on_unmatched_ = std::move(f); }
   // Thread-safe (the writer calls it): live run `run` committed a non-finite value. The first
   // time for a run, a history slice being examined is interrupted (its runs stay to be
   // examined) and the next one waits, so the live run's critical pass comes first: one large
@@ -60,12 +66,19 @@ class DiagnoseWorker {
   void Loop();
   void LowerPriority();  // this thread's CPU priority, below ingest's
   void Trouble(const std::string& what);  // a slice failed: log once per condition, back off
+  // Counts the series each [[alert]] watches; logs and reports (SetOnAlertsUnmatched) those
+  // that have watched none for config_.alert_unmatched_seconds, and those that watch some again.
+  void CheckAlertsWatch();
   // The next runs to examine: live ones first when their turn is due (`live_due`), else the
   // newest of the history; at most `slice_runs_`.
   std::vector<int64_t> NextSlice(bool live_due) const;
   // Examines `runs` (and the scope-all rules when `scope_all`; only the critical rules when
   // `critical_only`); stores the findings; false if the engine failed.
   bool Examine(const std::vector<int64_t>& runs, bool scope_all, bool critical_only = false);
+  // The run events of `runs` (after their examination), or of every run that may still end
+  // (`open_runs`, every [lifecycle] check_seconds), judged, stored and queued; false (trouble
+  // said) if that failed.
+  bool RunEvents(const std::vector<int64_t>& runs, bool open_runs);
   // PreemptHistory's alarm (under engine_mu_): raised by the writer, answered by a live slice.
   bool LiveAlarm();
   void SetLiveAlarm(bool on);
@@ -120,7 +133,14 @@ class DiagnoseWorker {
   bool live_alarm_ = false;       // under engine_mu_: PreemptHistory() was called since
   std::set<int64_t> preempted_for_;  // under engine_mu_: the runs that have pre-empted once
   std::unique_ptr<diagnose::FindingTracker> tracker_;
+  std::unique_ptr<diagnose::LifecycleTracker> lifecycle_;  // null: run events off
   std::set<std::string> reported_;  // rule problems logged since the rules loaded: "ID\nLIMIT"
+  // Diagnosis thread only: per [[alert]] watching nothing, since when (unix seconds, from when
+  // the rules loaded at the earliest); those reported; when the watch was last counted.
+  std::function<void(const std::string&)> on_unmatched_;
+  std::map<std::string, double> unmatched_since_;
+  std::set<std::string> unmatched_reported_;
+  std::chrono::steady_clock::time_point watch_checked_{};
 };
 
 }  // namespace tw::app

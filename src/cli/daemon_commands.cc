@@ -66,7 +66,8 @@ constexpr const char* kStatusHelp = R"(usage: trainwatch status --db FILE [--jso
 
 What the daemon writing FILE is doing: its roots and console-log globs, runs, event files by
 state, ingest lag (bytes written to event files but not yet in the store), errors in the last
-hour, and when it last rescanned; whether a daemon holds the store now, and what it waits on (a store another
+hour, and when it last rescanned; [[alert]]s that have watched no series for a day (a typo in
+a tag?); whether a daemon holds the store now, and what it waits on (a store another
 process keeps locked, say). Reads the store read-only (as immutable on read-only media); works
 whether or not the daemon runs.
 
@@ -200,6 +201,11 @@ int CmdStatus(const Args& args) {
     std::string dir;
     for (bool first = true; std::getline(unreadable, dir); first = false)
       std::cout << (first ? "" : ",") << JsonQuote(dir);
+    std::cout << "],\"alerts_unmatched\":[";
+    std::istringstream unmatched(state("alerts_unmatched"));
+    std::string alert;
+    for (bool first = true; std::getline(unmatched, alert); first = false)
+      std::cout << (first ? "" : ",") << JsonQuote(alert);
     std::cout << "],\"inotify\":" << JsonQuote(state("inotify"))
               << ",\"last_rescan\":" << (state("last_rescan").empty() ? "null" : state("last_rescan"))
               << ",\"runs\":" << r->runs << ",\"series\":" << r->series
@@ -262,6 +268,9 @@ int CmdStatus(const Args& args) {
   std::istringstream unreadable(state("unreadable"));
   for (std::string dir; std::getline(unreadable, dir);)
     std::cout << "unreadable:  " << dir << " (permission denied; the event files below it are not read)\n";
+  std::istringstream unmatched(state("alerts_unmatched"));
+  for (std::string alert; std::getline(unmatched, alert);)
+    std::cout << "alert:       " << alert << " (for a day or more: a typo in its tag or role?)\n";
   if (!state("inotify").empty()) std::cout << "inotify:     " << state("inotify") << "\n";
   std::cout << "last rescan: " << Ago(state("last_rescan")) << "\n";
   std::cout << "runs:        " << r->runs << " (" << r->series << " series, "

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "base/clock.h"
@@ -15,6 +16,7 @@
 #include "diagnose/report.h"
 #include "diagnose/verdict.h"
 #include "cli/console_log.h"
+#include "cli/diagnose_explain.h"
 #include "store/store.h"
 
 namespace tw::cli {
@@ -46,6 +48,9 @@ options:
   --set ID.PARAM=V  override one rule parameter (repeatable), e.g. loss_spikes.z=10
   --now SECONDS     evaluate as of this unix time (default: now; for stale-run checks)
   --timing          also print the time each rule took (on stderr), for rule authors
+  --explain GLOB    instead of diagnosing, say per matching run which roles its tags play and
+                    which checks cannot run on it, each with the role (and example tags) that
+                    would enable it: a check without what it reads is silent, not a clean bill
   --help            this text
 
 exit status: 0 when it ran (whatever it found), 1 when the store or a rule failed to load,
@@ -68,10 +73,13 @@ accuracies and scores) and why. Rules speak of roles; a tag with no role is not 
 Patterns in the config's [roles] section go first (role "ignore" takes tags out of every role).
 )";
 
-constexpr const char* kRulesHelp = R"(usage: trainwatch rules [--config FILE] [--rules-dir DIR] [--verbose]
+constexpr const char* kRulesHelp = R"(usage: trainwatch rules [--config FILE] [--rules-dir DIR] [--db FILE] [--verbose]
 
 Lists the diagnosis rules that would run: id, severity, the roles a run needs, the
-parameters with their values (defaults, or the config's), and where each comes from.
+parameters with their values (defaults, or the config's), and where each comes from; the
+config's [[alert]] tables among them, each with what it watches, its condition and its
+file:line. --db FILE adds how many series each alert watches in that store now (an alert that
+watches nothing is said so: a typo in its tag, or a tag not logged yet).
 --verbose adds each rule's likely cause and fix. Rules that do not load are listed with why.
 )";
 
@@ -125,10 +133,30 @@ Result<std::vector<int64_t>> RunsMatching(store::Db& db, const std::optional<std
   return ids;
 }
 
+// diagnose --explain GLOB: the roles of each matching run and the checks it cannot feed.
+int Explain(diagnose::Engine& engine, const std::string& glob, const diagnose::EngineOptions& options) {
+  Result<std::vector<int64_t>> ids = RunsMatching(engine.db(), glob);
+  Result<diagnose::RoleMap> map = ids.ok() ? engine.Roles(&*ids) : Result<diagnose::RoleMap>(ids.status());
+  Result<store::Stmt> q = engine.db().Prepare("SELECT run_id, name FROM runs");
+  if (!map.ok() || !q.ok()) {
+    std::cerr << "trainwatch: " << (map.ok() ? q.status() : map.status()).message() << "\n";
+    return 1;
+  }
+  std::map<int64_t, std::string> names;
+  if (Status st = q->EachRow([&] { names[q->Int(0)] = q->Text(1); }); !st.ok()) {
+    std::cerr << "trainwatch: " << st.message() << "\n";
+    return 1;
+  }
+  std::vector<std::string> errors;  // Engine::Open reported them already
+  const std::vector<diagnose::Rule> rules = diagnose::LoadRules(options.rules_dir, &errors);
+  std::cout << ExplainRuns(*map, names, rules, options.disabled);
+  return 0;
+}
+
 }  // namespace
 
 int CmdDiagnose(const Args& args) {
-  Flags f(args, {"db", "log", "profiles-dir", "run", "format", "config", "rules-dir", "set", "now"},
+  Flags f(args, {"db", "log", "profiles-dir", "run", "format", "config", "rules-dir", "set", "now", "explain"},
           {"help", "timing"});
   if (f.Has("help")) return Usage(kDiagnoseHelp);
   if (!f.error().empty()) return Usage(kDiagnoseHelp, f.error());
@@ -166,6 +194,7 @@ int CmdDiagnose(const Args& args) {
     return 1;
   }
   for (const auto& e : (*engine)->load_errors()) std::cerr << "trainwatch: rule skipped: " << e << "\n";
+  if (auto glob = f.Get("explain")) return Explain(**engine, *glob, options);
   Result<std::vector<int64_t>> runs = RunsMatching((*engine)->db(), f.Get("run"));
   if (!runs.ok()) {
     std::cerr << "trainwatch: " << runs.status().message() << "\n";
@@ -191,21 +220,45 @@ int CmdDiagnose(const Args& args) {
 }
 
 int CmdRules(const Args& args) {
-  Flags f(args, {"config", "rules-dir", "set"}, {"help", "verbose"});
+  Flags f(args, {"config", "rules-dir", "set", "db"}, {"help", "verbose"});
   if (f.Has("help")) return Usage(kRulesHelp);
   if (!f.error().empty()) return Usage(kRulesHelp, f.error());
   diagnose::EngineOptions options;
   std::string error;
   if (!EngineOptionsFrom(f, &options, &error)) return Usage(kRulesHelp, error);
   std::vector<std::string> errors;
-  const std::vector<diagnose::Rule> rules = diagnose::LoadRules(options.rules_dir, &errors);
+  const std::vector<diagnose::Rule> rules = diagnose::AllRules(options, &errors);
+  // With a store: how many series each alert watches there now (the roles of every run mapped).
+  std::map<std::string, int64_t> watched;
+  if (auto db = f.Get("db"); db && !options.alerts.empty()) {
+    Result<std::unique_ptr<diagnose::Engine>> engine = diagnose::Engine::Open(*db, options);
+    Result<diagnose::RoleMap> map = engine.ok() ? (*engine)->Roles(nullptr) : Result<diagnose::RoleMap>(engine.status());
+    Status st = map.ok() ? diagnose::WriteRoleTable((*engine)->db(), *map) : map.status();
+    Result<std::map<std::string, int64_t>> counts = st.ok() ? (*engine)->AlertMatches() : Result<std::map<std::string, int64_t>>(st);
+    if (!counts.ok()) {
+      std::cerr << "trainwatch: " << counts.status().message() << "\n";
+      return 1;
+    }
+    watched = std::move(*counts);
+  }
   for (const auto& r : rules) {
     std::cout << r.id << "  [" << diagnose::SeverityName(r.severity) << "]"
               << (options.disabled.count(r.id) ? " (disabled)" : "") << "  " << r.title << "\n";
-    std::string roles;
-    for (const auto& x : r.roles) roles += (roles.empty() ? "" : ", ") + x;
-    std::cout << "    needs: " << (roles.empty() ? "-" : roles) << (r.scope_all ? "; runs over every run" : "")
-              << "; from " << r.origin << "\n";
+    if (r.alert) {
+      auto a = std::find_if(options.alerts.begin(), options.alerts.end(),
+                            [&](const diagnose::Alert& x) { return x.name == r.id; });
+      std::cout << "    alert: " << diagnose::DescribeTarget(*a) << ": " << diagnose::DescribeCondition(*a)
+                << (a->for_seconds > 0 ? ", held for " + std::to_string(std::llround(a->for_seconds)) + " s" : "")
+                << "; from " << r.Where() << "\n";
+      if (auto w = watched.find(r.id); w != watched.end())
+        std::cout << "    watches " << (w->second == 0 ? std::string("no series in this store now (a typo, or not logged yet?)")
+                                                      : std::to_string(w->second) + " series in this store now") << "\n";
+    } else {
+      std::string roles;
+      for (const auto& x : r.roles) roles += (roles.empty() ? "" : ", ") + x;
+      std::cout << "    needs: " << (roles.empty() ? "-" : roles) << (r.scope_all ? "; runs over every run" : "")
+                << "; from " << r.origin << "\n";
+    }
     for (const auto& p : r.params) {
       double v = p.default_value;
       auto o = options.params.find(r.id);

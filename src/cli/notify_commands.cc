@@ -6,6 +6,7 @@
 
 #include "app/config.h"
 #include "base/clock.h"
+#include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/format.h"
@@ -55,17 +56,6 @@ While a silence matches a finding (its run name matches GLOB, and its rule is ID
 no notification is queued for it. The daemon honours silences at once, without a restart.
 DURATION is a number with s, m, h or d (30m, 2h, 7d).
 )";
-
-bool ParseDuration(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  const std::string unit = end ? end : "";
-  const double mult = unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : unit == "d" ? 86400 : -1;
-  if (mult < 0 || !(v > 0) || !std::isfinite(v)) return false;
-  *out = v * mult;
-  return true;
-}
 
 int NotifyTest(const Args& args) {
   Flags f(args, {"config", "channel", "slack-webhook", "webhook", "slack-webhook-file", "webhook-file"}, {"help"});

@@ -46,6 +46,12 @@ std::vector<std::string> ConfigErrorsFor(const EngineOptions& options, const std
                        [&](const RuleParam& p) { return p.name == name; }))
         errors.push_back("config: [rules." + id + "]: rule " + id + " has no parameter '" + name + "'");
   }
+  for (const Alert& a : options.alerts) {
+    auto same = std::find_if(all.begin(), all.end(), [&](const Rule& r) { return r.id == a.name; });
+    if (same != all.end() && !same->alert)
+      errors.push_back("config: " + a.file + ":" + std::to_string(a.line) + ": [[alert]] name '" + a.name +
+                       "' is the id of the rule from " + same->origin + ": an alert needs a name of its own");
+  }
   return errors;
 }
 
@@ -67,9 +73,28 @@ std::string Fmt(double v) {
 
 }  // namespace
 
+std::vector<Rule> AllRules(const EngineOptions& options, std::vector<std::string>* errors) {
+  std::vector<Rule> all = LoadRules(options.rules_dir, errors);
+  const size_t rules = all.size();
+  for (Rule& r : AlertRules(options.alerts, errors))
+    if (std::none_of(all.begin(), all.begin() + rules, [&](const Rule& x) { return x.id == r.id; }) &&
+        r.id != kRunVerdictId)
+      all.push_back(std::move(r));
+  return all;
+}
+
 std::vector<std::string> ConfigErrors(const EngineOptions& options) {
-  std::vector<std::string> unused;  // broken rule files are not the config's mistake
-  return ConfigErrorsFor(options, LoadRules(options.rules_dir, &unused));
+  std::vector<std::string> rule_errors;  // broken rule files are not the config's mistake
+  const std::vector<Rule> all = AllRules(options, &rule_errors);
+  std::vector<std::string> errors = ConfigErrorsFor(options, all);
+  // An alert whose generated rule does not parse is: say so (AlertRule names its file:line).
+  for (const Alert& a : options.alerts)
+    if (Result<Rule> r = AlertRule(a); !r.ok()) errors.push_back("config: " + r.status().message());
+  for (const Alert& a : options.alerts)
+    if (a.name == kRunVerdictId)
+      errors.push_back("config: " + a.file + ":" + std::to_string(a.line) + ": [[alert]] name '" + a.name +
+                       "' is reserved (the verdict the engine computes)");
+  return errors;
 }
 
 struct Engine::Prepared {
@@ -100,6 +125,22 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   TW_RETURN_IF_ERROR(RegisterSqlFunctions(*e->db_));
   e->limits_ = std::make_unique<RuleLimits>(e->db_->raw(), e->options_.limits, &e->cancel_);
   TW_RETURN_IF_ERROR(WriteRoleTable(*e->db_, RoleMap{}));  // rules prepare against it
+  // run_finished(run_id, last_wall): the runs recorded as finished (lifecycle.h) and their last
+  // write then, for rules that must not call a finished run unfinished (stale_run). Empty on a
+  // store from before version 15, which a read-only open does not migrate.
+  {
+    Result<store::Stmt> has = e->db_->Prepare(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'run_lifecycle'");
+    if (!has.ok()) return has.status();
+    Result<bool> row = has->Step();
+    if (!row.ok()) return row.status();
+    const bool v15 = *row && has->Int(0) > 0;
+    has->Reset();
+    TW_RETURN_IF_ERROR(e->db_->Exec(
+        v15 ? "CREATE TEMP VIEW IF NOT EXISTS run_finished AS SELECT run_id, last_wall FROM main.run_lifecycle "
+              "WHERE kind = 'finished'"
+            : "CREATE TEMP VIEW IF NOT EXISTS run_finished AS SELECT 0 AS run_id, 0.0 AS last_wall WHERE 0"));
+  }
   struct {
     store::Stmt* stmt;
     const char* sql;
@@ -155,7 +196,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
   if (!step_metrics.ok()) return step_metrics.status();
   e->step_metrics_ = std::make_unique<StepMetrics>(std::move(*step_metrics));
 
-  const std::vector<Rule> all = LoadRules(e->options_.rules_dir, &e->load_errors_);
+  const std::vector<Rule> all = AllRules(e->options_, &e->load_errors_);
   for (const auto& r : all)
     if (!e->options_.disabled.count(r.id)) e->rules_.push_back(r);
   for (auto& err : ConfigErrorsFor(e->options_, all)) e->load_errors_.push_back(std::move(err));
@@ -237,6 +278,18 @@ Result<std::vector<int64_t>> Engine::ChangedRuns() {
   return changed;
 }
 
+Result<std::map<std::string, int64_t>> Engine::AlertMatches() {
+  std::map<std::string, int64_t> out;
+  for (const Alert& a : options_.alerts) {
+    Result<store::Stmt> q = db_->Prepare(AlertMatchCountSql(a));
+    if (!q.ok()) return q.status();
+    Result<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    out[a.name] = *row ? q->Int(0) : 0;
+  }
+  return out;
+}
+
 Result<RoleMap> Engine::Roles(const std::vector<int64_t>* runs) {
   return AssignRoles(*db_, patterns_, runs);
 }
@@ -312,6 +365,7 @@ Status Engine::RunRule(Prepared& p, std::optional<int64_t> run_id, double now, E
     o.rule = r.id;
     o.title = r.title;
     o.severity = r.severity;
+    o.once_per_onset = r.once_per_onset;
     o.run_id = p.col[kRunId] >= 0 && !s.IsNull(p.col[kRunId]) ? s.Int(p.col[kRunId]) : run_id.value_or(0);
     o.series_id = p.col[kSeriesId] >= 0 && !s.IsNull(p.col[kSeriesId]) ? s.Int(p.col[kSeriesId]) : 0;
     if (p.col[kSeverity] >= 0 && !s.IsNull(p.col[kSeverity])) {
@@ -415,10 +469,7 @@ Result<Evaluation> Engine::Evaluate(const std::vector<int64_t>* runs, double now
         ev.incomplete_rules.insert(p->rule->id);
         continue;
       }
-      const auto& have = roles[run];
-      if (!std::all_of(p->rule->roles.begin(), p->rule->roles.end(),
-                       [&](const std::string& r) { return have.count(r); }))
-        continue;
+      if (!p->rule->CanRunWith(roles[run])) continue;
       if (p->over_limit != RuleLimits::Hit::kNone || p->Benched(start)) {
         ev.incomplete_rules.insert(p->rule->id);
         continue;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "diagnose/alert.h"
 #include "diagnose/roles.h"
 #include "diagnose/rule.h"
 #include "diagnose/rule_limits.h"
@@ -31,6 +32,7 @@ struct EngineOptions {
   std::set<std::string> disabled;       // rule ids not to run
   std::vector<RolePattern> roles;       // user role patterns, ahead of the defaults
   RuleLimitOptions limits;              // what one rule may spend (config [rules])
+  std::vector<Alert> alerts;            // config [[alert]] tables, each a rule (alert.h)
   bool operator==(const EngineOptions&) const = default;
 };
 
@@ -38,6 +40,11 @@ struct EngineOptions {
 // or a parameter that no rule has. One "config: ..." line each (as Engine::load_errors() has
 // them), empty when there are none. Reads the rules directory.
 std::vector<std::string> ConfigErrors(const EngineOptions& options);
+
+// Every rule `options` makes: the built-in ones and the rules directory's (LoadRules), then one
+// per [[alert]] (an alert whose name a rule has is left out: ConfigErrors reports it). Rule
+// files that do not parse are reported in `errors`.
+std::vector<Rule> AllRules(const EngineOptions& options, std::vector<std::string>* errors);
 
 // A rule that failed in an evaluation, or went over a limit (rule_limits.h) and was skipped
 // for the rest of it.
@@ -62,6 +69,7 @@ struct Observation {
   double held_seconds = 0;      // how long (run time) the condition has held
   bool pending = false;         // held for less than the rule's `for`
   std::string muted_by;         // non-empty: inhibited by this rule on the same run
+  bool once_per_onset = false;  // its rule fires once per onset: a new onset_step is a new firing
 };
 
 struct Verdict {
@@ -126,6 +134,10 @@ class Engine {
   void Interrupt();
   bool Interrupted() const { return interrupt_; }
   void ClearInterrupt() { interrupt_ = false; }
+
+  // How many series each [[alert]] watches now, by name (role alerts: among the runs whose
+  // roles were mapped by an evaluation of this engine, or by Roles()).
+  Result<std::map<std::string, int64_t>> AlertMatches();
 
   // The current role map of `runs` (null: all), for `trainwatch roles`.
   Result<RoleMap> Roles(const std::vector<int64_t>* runs);

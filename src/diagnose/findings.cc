@@ -1,6 +1,7 @@
 #include "diagnose/findings.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -17,6 +18,7 @@ struct Row {
   int64_t id = 0;
   std::string state, severity;
   int64_t misses = 0;
+  std::optional<int64_t> onset_step;
 };
 
 }  // namespace
@@ -52,12 +54,12 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
       Result<bool> row = q->Step();
       if (!row.ok()) return fail(row.status());
       if (!*row) break;
-      open[{q->Text(1), q->Int(2), q->Int(3)}] = {q->Int(0), q->Text(4), q->Text(5), q->Int(6)};
+      open[{q->Text(1), q->Int(2), q->Int(3)}] = {q->Int(0), q->Text(4), q->Text(5), q->Int(6), std::nullopt};
       names[q->Int(0)] = {q->Text(7), q->Text(8)};
     }
   }
   Result<store::Stmt> find = db.Prepare(
-      "SELECT finding_id, state, severity, misses FROM findings WHERE rule = ? AND run_id = ? AND series_id = ?");
+      "SELECT finding_id, state, severity, misses, onset_step FROM findings WHERE rule = ? AND run_id = ? AND series_id = ?");
   Result<store::Stmt> insert = db.Prepare(
       "INSERT INTO findings(rule, run_id, series_id, severity, state, first_seen, last_seen, fired_at, "
       "onset_step, first_step, last_step, message, cause, fix, evidence, title) "
@@ -100,7 +102,9 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
     Result<bool> found = find->Step();
     if (!found.ok()) return fail(found.status());
     std::optional<Row> row;
-    if (*found) row = Row{find->Int(0), find->Text(1), find->Text(2), find->Int(3)};
+    if (*found)
+      row = Row{find->Int(0), find->Text(1), find->Text(2), find->Int(3),
+                find->IsNull(4) ? std::nullopt : std::optional<int64_t>(find->Int(4))};
     find->Reset();
     if (!o.muted_by.empty()) {
       // Muted: neither fires nor resolves; it stays as it was.
@@ -125,6 +129,20 @@ Result<std::vector<Transition>> FindingTracker::Apply(const Evaluation& ev, doub
           !st.ok())
         return fail(st);
       continue;
+    }
+    // A rule that fires once per onset (a new best): a firing finding seen with another onset
+    // was superseded, and resolves at once (no damping: it did not flap, it was replaced); the
+    // new onset is a firing (or pending) of its own below, announced as any other.
+    if (o.once_per_onset && row->state == "firing" && o.onset_step != row->onset_step) {
+      if (Status st = miss->Bind(1, row->id).Bind(2, int64_t{0}).Bind(3, "resolved").Bind(4, now).Run(); !st.ok())
+        return fail(st);
+      Severity before = Severity::kWarning;
+      ParseSeverity(row->severity, &before);
+      const std::string why = "superseded: a new onset at step " +
+                              (o.onset_step ? std::to_string(*o.onset_step) : std::string("?"));
+      if (Status st = record(row->id, "firing", "resolved", before, why, o.rule, o.run, o.series); !st.ok())
+        return fail(st);
+      row->state = "resolved";
     }
     // A pending finding fires once held long enough; a firing one never goes back to pending.
     const std::string state = row->state == "firing" || !o.pending ? "firing" : "pending";

@@ -6,7 +6,10 @@
 //   - a firing finding resolves only after `resolve_after` evaluations of its run in a row
 //     without the condition (damping flapping); a pending one that disappears is dropped
 //     (resolved without ever having fired);
-//   - a muted observation (inhibited by another rule on the run) keeps its finding as it is.
+//   - a muted observation (inhibited by another rule on the run) keeps its finding as it is;
+//   - a rule that fires once per onset (rule.h `fires: once_per_onset`, an [[alert]]'s
+//     new_best): a firing finding seen with a new onset_step resolves at once (superseded) and
+//     the new onset fires (or goes pending) as a new condition would: one firing per onset.
 //
 // Owned by the daemon's diagnosis thread, on a read-write connection of its own that writes
 // only these tables (the ingest writer never touches them). One transaction per Apply().

@@ -93,6 +93,25 @@ const std::vector<RolePattern> kDefaults = {
     {"clip_fraction", "*/clip", "", "fairseq"},
     {"clip_fraction", "clip_fraction", "", "common"},
     {"clip_fraction", "*/clip_fraction", "", "common"},
+    // Mixed precision: the dynamic loss scale (torch.cuda.amp.GradScaler.get_scale(), DeepSpeed's
+    // loss_scale, Lightning/HF users' grad_scale), halved at every step whose gradients overflow.
+    {"loss_scale", "loss_scale", "", "DeepSpeed / common"},
+    {"loss_scale", "*/loss_scale", "", "DeepSpeed monitor / common"},
+    {"loss_scale", "grad_scale", "", "GradScaler / common"},
+    {"loss_scale", "*/grad_scale", "", "GradScaler / common"},
+    {"loss_scale", "*/amp_scale", "", "common"},
+    {"loss_scale", "loss-scale", "", "Megatron-LM"},
+    {"loss_scale", "loss-scale vs samples", "", "Megatron-LM"},
+    {"loss_scale", "train_loss_scale", "", "fairseq json log"},
+    // GPU utilization in percent, one series per GPU (W&B system metrics; the `process` copies
+    // of the same GPUs are left out).
+    {"gpu_util", "system/gpu.?.gpu", "", "W&B system metrics"},
+    {"gpu_util", "system/gpu.??.gpu", "", "W&B system metrics"},
+    {"gpu_util", "system.gpu.?.gpu", "", "W&B public API key form"},
+    {"gpu_util", "gpu_util", "", "common"},
+    {"gpu_util", "*/gpu_util", "", "common"},
+    {"gpu_util", "gpu_utilization", "", "common"},
+    {"gpu_util", "*/gpu_utilization", "", "common"},
     {"epoch", "epoch", "", "Lightning / common"},
     {"epoch", "trainer/epoch", "", "W&B / Lightning"},
     {"epoch", "*/epoch", "", "common"},
@@ -151,7 +170,7 @@ const std::vector<RolePattern>& DefaultRolePatterns() { return kDefaults; }
 
 // Roles several series of a run may hold at once (gan_loss: a GAN's players, which only
 // inference assigns, so no default pattern names it).
-const std::set<std::string> kMultiRoles = {"grad_norm_layer", "gan_loss"};
+const std::set<std::string> kMultiRoles = {"grad_norm_layer", "gan_loss", "gpu_util"};
 
 bool IsMultiRole(const std::string& role) { return kMultiRoles.count(role) > 0; }
 

@@ -81,6 +81,12 @@ Status ParseParam(std::string_view v, RuleParam* p) {
 
 }  // namespace
 
+bool Rule::CanRunWith(const std::set<std::string>& have) const {
+  const auto has = [&](const std::string& r) { return have.count(r) > 0; };
+  return std::all_of(roles.begin(), roles.end(), has) &&
+         (roles_any.empty() || std::any_of(roles_any.begin(), roles_any.end(), has));
+}
+
 Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
   Rule r;
   r.origin = origin;
@@ -129,6 +135,8 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
       if (!ParseSeverity(value, &r.severity)) return fail("severity must be info, warning or critical");
     } else if (key == "roles") {
       r.roles = SplitList(value);
+    } else if (key == "roles_any") {
+      r.roles_any = SplitList(value);
     } else if (key == "scope") {
       if (value != "run" && value != "all") return fail("scope must be run or all");
       r.scope_all = value == "all";
@@ -137,6 +145,10 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
         return fail("for must be a number of seconds >= 0");
     } else if (key == "inhibited_by") {
       r.inhibited_by = SplitList(value);
+    } else if (key == "fires") {
+      if (value != "once_per_onset" && value != "per_condition")
+        return fail("fires must be per_condition (the default) or once_per_onset");
+      r.once_per_onset = value == "once_per_onset";
     } else if (key == "cause") {
       r.cause = std::string(value);
       last_text = &r.cause;
@@ -145,7 +157,7 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
       last_text = &r.fix;
     } else {
       return fail("unknown header key '" + std::string(key) +
-                  "' (expected id, title, severity, roles, scope, for, inhibited_by, param, cause, fix)");
+                  "' (expected id, title, severity, roles, roles_any, scope, for, inhibited_by, fires, param, cause, fix)");
     }
   }
   if (r.id.empty()) return InvalidArgument(origin + ": the header has no '-- id:' line");

@@ -4,10 +4,14 @@
 //   -- title: Loss spikes that recur or do not recover
 //   -- severity: warning                 info | warning | critical (a row may override)
 //   -- roles: train_loss                 the run must have every role listed
+//   -- roles_any: val_loss, val_acc      and at least one of these (what else it reads)
 //   -- scope: run                        run (default): once per examined run, :run_id bound;
 //                                        all: once per cycle over every run (rows name run_id)
 //   -- for: 0                            seconds of the run's own time the condition must hold
 //   -- inhibited_by: non_finite_loss     muted on a run where one of these fires
+//   -- fires: once_per_onset             each new onset_step is a firing of its own (the
+//                                        one before resolves): an event per onset, such as
+//                                        each new best of a series; default: per condition
 //   -- param window = 100: trailing window, in points
 //   -- cause: ...                        the likely cause (a row's `cause` column overrides)
 //   -- fix: ...                          what to do (a row's `fix` column overrides)
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,15 +47,20 @@ struct Rule {
   std::string title;
   Severity severity = Severity::kWarning;
   std::vector<std::string> roles;
+  std::vector<std::string> roles_any;  // at least one of these too (empty: no such need)
   bool scope_all = false;
   double for_seconds = 0;
   std::vector<std::string> inhibited_by;
+  bool once_per_onset = false;  // `fires: once_per_onset`
   std::vector<RuleParam> params;
   std::string cause, fix;
   std::string sql;     // the whole file: SQLite skips the header comments
   std::string origin;  // file path, or "builtin:NAME.sql"
   int sql_line = 1;    // the line its SELECT starts on (messages about the rule name origin:line)
+  bool alert = false;  // generated from a config [[alert]] (alert.h): origin:sql_line is its table
   std::string Where() const { return origin + ":" + std::to_string(sql_line); }
+  // Whether a run with these roles gives the rule what it reads (`roles` and `roles_any`).
+  bool CanRunWith(const std::set<std::string>& have) const;
 };
 
 // Parses one rule file's text. Errors name `origin` and the line.

@@ -1,10 +1,6 @@
 #include "diagnose/sql_functions.h"
 
-#include <signal.h>
 #include <sqlite3.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +11,8 @@
 #include <vector>
 
 #include "base/json.h"
+#include "base/writer_process.h"
+#include "diagnose/roles.h"
 #include "diagnose/stats.h"
 
 namespace tw::diagnose {
@@ -712,39 +710,26 @@ void SparklineFinal(Acc& a, sqlite3_context* ctx) {
   sqlite3_result_text(ctx, out.data(), static_cast<int>(out.size()), SQLITE_TRANSIENT);
 }
 
-// tw_writer_alive(path): whether the process that writes an event file still runs. The file
-// name says who writes it (events.out.tfevents.<secs>.<host>.<pid>.<n>[.v2]); on this host a
-// pid that exists (kill 0 succeeds, or says EPERM) is alive: 1, else 0. Another host, or a
-// name that does not say: NULL. (A pid reused since is taken for the writer: rare, and only
-// ever makes a silent run look hung rather than dead.)
+// tw_glob(pattern, text): the role patterns' glob (roles.h GlobMatch: case-insensitive, `*`
+// crossing `/`), for [[alert]] rules' run and tag patterns; NULL for a NULL argument.
+void GlobFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  const unsigned char* pattern = sqlite3_value_text(argv[0]);
+  const unsigned char* text = sqlite3_value_text(argv[1]);
+  if (!pattern || !text) return sqlite3_result_null(ctx);
+  sqlite3_result_int(ctx, GlobMatch(reinterpret_cast<const char*>(pattern), reinterpret_cast<const char*>(text)));
+}
+
+// tw_writer_alive(path): whether the process that writes an event file still runs: 1 or 0 on
+// this host (base/writer_process.h: a pid reused by a later process is not the writer), NULL
+// for another host or a name that does not say who wrote it.
 void WriterAliveFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
   const unsigned char* raw = sqlite3_value_text(argv[0]);
   if (!raw) return sqlite3_result_null(ctx);
-  std::string name(reinterpret_cast<const char*>(raw));
-  name = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
-  const std::string marker = "tfevents.";
-  const size_t m = name.find(marker);
-  if (m == std::string::npos) return sqlite3_result_null(ctx);
-  std::vector<std::string> parts;
-  for (size_t p = m + marker.size(), q; p <= name.size(); p = q + 1) {
-    q = name.find('.', p);
-    if (q == std::string::npos) q = name.size();
-    parts.push_back(name.substr(p, q - p));
-  }
-  if (!parts.empty() && parts.back() == "v2") parts.pop_back();
-  if (parts.size() < 4) return sqlite3_result_null(ctx);  // secs, host..., pid, counter
-  const std::string& pid_text = parts[parts.size() - 2];
-  std::string host;
-  for (size_t i = 1; i + 2 < parts.size(); ++i) host += (host.empty() ? "" : ".") + parts[i];
-  char here[256] = {0};
-  if (::gethostname(here, sizeof here - 1) != 0) return sqlite3_result_null(ctx);
-  const std::string ours(here);
-  const bool same = host == ours || host.substr(0, host.find('.')) == ours.substr(0, ours.find('.'));
-  char* end = nullptr;
-  const long pid = std::strtol(pid_text.c_str(), &end, 10);
-  if (!same || pid <= 0 || *end) return sqlite3_result_null(ctx);
-  const bool alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-  sqlite3_result_int(ctx, alive ? 1 : 0);
+  const std::optional<WriterId> w = ParseWriterId(reinterpret_cast<const char*>(raw));
+  if (!w) return sqlite3_result_null(ctx);
+  const WriterState state = ProbeThisHost(*w);
+  if (state == WriterState::kUnknown) return sqlite3_result_null(ctx);
+  sqlite3_result_int(ctx, state == WriterState::kAlive ? 1 : 0);
 }
 
 struct Def {
@@ -787,6 +772,9 @@ Status RegisterSqlFunctions(store::Db& db) {
   if (sqlite3_create_function_v2(db.raw(), "tw_writer_alive", 1, SQLITE_UTF8, nullptr, WriterAliveFn,
                                  nullptr, nullptr, nullptr) != SQLITE_OK)
     return db.Error("registering tw_writer_alive");
+  if (sqlite3_create_function_v2(db.raw(), "tw_glob", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, GlobFn,
+                                 nullptr, nullptr, nullptr) != SQLITE_OK)
+    return db.Error("registering tw_glob");
   for (const Def& d : kDefs) {
     const int rc = sqlite3_create_function_v2(db.raw(), d.name, d.nargs, SQLITE_UTF8, nullptr,
                                               nullptr, d.with_step ? StepFn<true> : StepFn<false>,

@@ -19,6 +19,7 @@
 //   tw_powerlaw(step, value, target_step)                L = e + a t^-alpha fit and forecast
 //   tw_sparkline(step, value, width)                     a text sparkline of the curve
 //   tw_writer_alive(path)                                the event file's writer still runs (this host)
+//   tw_glob(pattern, text)                               the role patterns' glob ([[alert]] rules)
 #pragma once
 
 #include "base/status.h"

@@ -23,6 +23,7 @@ ChannelConfig ChannelConfig::Defaults(const std::string& name, const std::string
   c.http.timeout_seconds = t->timeout_seconds;
   c.url = t->url;
   c.min_severity = t->min_severity;
+  if (type == "pagerduty") c.events.clear();  // a run that ends pages no one (opt in: events = [...])
   if (!t->for_people) {
     c.group_by.clear();
     c.repeat_interval_seconds = 0;
@@ -47,9 +48,13 @@ SendResult Channel::Scrubbed(SendResult r) const {
 
 bool Routes(const ChannelConfig& c, const Notification& n) {
   if (n.event == "test") return true;
-  if (n.event == "finding.resolved" && !c.send_resolved) return false;
-  if (n.level() < c.min_severity) return false;
-  if (!c.rules.empty() && std::find(c.rules.begin(), c.rules.end(), n.rule) == c.rules.end()) return false;
+  if (n.is_run_event()) {
+    if (std::find(c.events.begin(), c.events.end(), n.event) == c.events.end()) return false;
+  } else {
+    if (n.event == "finding.resolved" && !c.send_resolved) return false;
+    if (n.level() < c.min_severity) return false;
+    if (!c.rules.empty() && std::find(c.rules.begin(), c.rules.end(), n.rule) == c.rules.end()) return false;
+  }
   if (c.runs.empty()) return true;
   for (const auto& g : c.runs)
     if (fnmatch(g.c_str(), n.run.c_str(), 0) == 0) return true;

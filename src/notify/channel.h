@@ -37,6 +37,10 @@ struct ChannelConfig {
   std::vector<std::string> rules;     // rule ids; empty = all
   std::vector<std::string> runs;      // run name globs; empty = all
   bool send_resolved = false;
+  // The run events it gets (RunEventTypes()): run.finished and run.crashed unless it says; a
+  // PagerDuty channel none (a run that ends is no page). min_severity and rules do not apply
+  // to them; runs does.
+  std::vector<std::string> events = {"run.finished", "run.crashed"};
   // Delivery.
   double min_interval_seconds = 1.0;  // rate limit: at most one message per this
   std::string link_template;          // see ExpandLinkTemplate
@@ -55,7 +59,8 @@ struct ChannelConfig {
   bool operator==(const ChannelConfig&) const = default;
 };
 
-// Whether a finding's notification goes to this channel.
+// Whether a notification goes to this channel: a finding's by min_severity, rules and runs; a
+// run event's by events and runs.
 bool Routes(const ChannelConfig& c, const Notification& n);
 
 struct SendResult {

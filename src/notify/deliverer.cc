@@ -132,19 +132,19 @@ Status Deliverer::Prepare() {
   };
   TW_RETURN_IF_ERROR(prepare(&pending_,
       "SELECT message_id, idempotency_key, COALESCE(finding_id, 0), attempts, next_attempt, created, "
-      "COALESCE(batch, 0), CASE WHEN json_valid(payload) THEN json_extract(payload, '$.finding.run') END, "
-      "CASE WHEN json_valid(payload) THEN json_extract(payload, '$.finding.rule') END, "
-      "event IN ('finding.firing', 'finding.escalated') AND json_valid(payload) "
-      "  AND json_extract(payload, '$.finding.severity') IS 'critical' "
+      "COALESCE(batch, 0), CASE WHEN json_valid(payload) THEN COALESCE(json_extract(payload, '$.finding.run'), json_extract(payload, '$.run.name')) END, "
+      "CASE WHEN json_valid(payload) THEN COALESCE(json_extract(payload, '$.finding.rule'), json_extract(payload, '$.run.event')) END, "
+      "event = 'run.crashed' OR (event IN ('finding.firing', 'finding.escalated') AND json_valid(payload) "
+      "  AND json_extract(payload, '$.finding.severity') IS 'critical') "
       "FROM outbox WHERE channel = ?1 AND state = 'pending' ORDER BY message_id LIMIT ?2"));
   // A group's critical changes sent since ?2 (its run ?3 and rule ?4, each NULL when the
   // channel does not group by it).
   TW_RETURN_IF_ERROR(prepare(&critical_sent_,
       "SELECT EXISTS (SELECT 1 FROM outbox WHERE channel = ?1 AND state = 'sent' AND sent_at >= ?2 "
-      "  AND event IN ('finding.firing', 'finding.escalated') AND json_valid(payload) "
-      "  AND json_extract(payload, '$.finding.severity') IS 'critical' "
-      "  AND (?3 IS NULL OR json_extract(payload, '$.finding.run') IS ?3) "
-      "  AND (?4 IS NULL OR json_extract(payload, '$.finding.rule') IS ?4))"));
+      "  AND json_valid(payload) AND (event = 'run.crashed' OR (event IN ('finding.firing', 'finding.escalated') "
+      "  AND json_extract(payload, '$.finding.severity') IS 'critical')) "
+      "  AND (?3 IS NULL OR COALESCE(json_extract(payload, '$.finding.run'), json_extract(payload, '$.run.name')) IS ?3) "
+      "  AND (?4 IS NULL OR COALESCE(json_extract(payload, '$.finding.rule'), json_extract(payload, '$.run.event')) IS ?4))"));
   TW_RETURN_IF_ERROR(prepare(&payload_, "SELECT payload FROM outbox WHERE message_id = ?1"));
   TW_RETURN_IF_ERROR(prepare(&freeze_, "UPDATE outbox SET batch = ?2, next_attempt = ?3 WHERE message_id = ?1"));
   TW_RETURN_IF_ERROR(prepare(&update_,

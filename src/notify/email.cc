@@ -118,8 +118,8 @@ std::string PlainText(const Notification& n, const std::string& link) {
       for (const auto& [k, v] : items) t += "  " + k + ": " + v + "\n";
     }
     if (!n.sparkline.empty()) t += "\nRecent curve\n  " + n.sparkline + "\n";
-    if (!n.cause.empty()) t += "\nLikely cause\n" + n.cause + "\n";
-    if (!n.fix.empty()) t += "\nWhat to do\n" + n.fix + "\n";
+    if (!n.cause.empty()) t += "\n" + CauseLabel(n) + "\n" + n.cause + "\n";
+    if (!n.fix.empty()) t += "\n" + FixLabel(n) + "\n" + n.fix + "\n";
   }
   if (!link.empty()) t += "\nOpen the run: " + link + "\n";
   t += "\n-- \ntrainwatch · rule " + n.rule + " · " + n.event + "\n";
@@ -146,8 +146,8 @@ std::string Html(const Notification& n, const std::string& link, const std::stri
     }
     if (!n.sparkline.empty())
       h += "<h3>Recent curve</h3>\n<pre style=\"font-size: 150%\">" + HtmlEscape(n.sparkline) + "</pre>\n";
-    if (!n.cause.empty()) h += "<h3>Likely cause</h3>\n<p>" + HtmlText(n.cause) + "</p>\n";
-    if (!n.fix.empty()) h += "<h3>What to do</h3>\n<p>" + HtmlText(n.fix) + "</p>\n";
+    if (!n.cause.empty()) h += "<h3>" + CauseLabel(n) + "</h3>\n<p>" + HtmlText(n.cause) + "</p>\n";
+    if (!n.fix.empty()) h += "<h3>" + FixLabel(n) + "</h3>\n<p>" + HtmlText(n.fix) + "</p>\n";
   }
   // Only web links: a template is configuration, but a javascript: URL is never wanted.
   if (link.starts_with("http://") || link.starts_with("https://"))
@@ -165,8 +165,8 @@ std::string GroupText(const Group& g, std::string_view link_template) {
     t += "Run: " + n.run + "\n";
     if (!n.series.empty()) t += "Series: " + n.series + "\n";
     t += std::string(resolved ? "The condition no longer holds. It was: " : "") + n.message + "\n";
-    if (!resolved && !n.cause.empty()) t += "Likely cause: " + n.cause + "\n";
-    if (!resolved && !n.fix.empty()) t += "What to do: " + n.fix + "\n";
+    if (!resolved && !n.cause.empty()) t += CauseLabel(n) + ": " + n.cause + "\n";
+    if (!resolved && !n.fix.empty()) t += FixLabel(n) + ": " + n.fix + "\n";
     const std::string link = ExpandLinkTemplate(link_template, n);
     if (!link.empty()) t += "Open the run: " + link + "\n";
   }
@@ -186,8 +186,8 @@ std::string GroupHtml(const Group& g, std::string_view link_template, const std:
     if (!n.series.empty()) h += " &nbsp; <b>Series</b> <code>" + HtmlEscape(n.series) + "</code>";
     h += "</p>\n<p>" + std::string(resolved ? "The condition no longer holds. It was: " : "") +
          HtmlText(n.message) + "</p>\n";
-    if (!resolved && !n.cause.empty()) h += "<p><b>Likely cause</b>: " + HtmlText(n.cause) + "</p>\n";
-    if (!resolved && !n.fix.empty()) h += "<p><b>What to do</b>: " + HtmlText(n.fix) + "</p>\n";
+    if (!resolved && !n.cause.empty()) h += "<p><b>" + CauseLabel(n) + "</b>: " + HtmlText(n.cause) + "</p>\n";
+    if (!resolved && !n.fix.empty()) h += "<p><b>" + FixLabel(n) + "</b>: " + HtmlText(n.fix) + "</p>\n";
     const std::string link = ExpandLinkTemplate(link_template, n);
     if (link.starts_with("http://") || link.starts_with("https://"))
       h += "<p><a href=\"" + HtmlEscape(link) + "\">Open the run</a></p>\n";

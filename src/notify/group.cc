@@ -75,6 +75,7 @@ std::string EventWords(std::string_view event) {
   if (event == "finding.escalated") return "escalated";
   if (event == "finding.resolved") return "resolved";
   if (event == "finding.repeat") return "still firing";
+  if (event.starts_with("run.")) return std::string(event.substr(4));  // finished, crashed, ...
   return std::string(event);
 }
 

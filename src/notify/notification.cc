@@ -14,7 +14,27 @@ diagnose::Severity Notification::level() const {
   return l;
 }
 
+namespace {
+
+// A run event's payload: {"version":1,"type":"run.finished","time":...,"run":{...},"sparkline":...}.
+std::string RunPayload(const Notification& n, std::string_view link) {
+  Json r;
+  r.Num("event_id", static_cast<double>(n.run_event_id)).Str("event", n.event).Str("name", n.run)
+      .Str("state", n.state).Str("severity", n.severity).Str("title", n.title).Str("message", n.message)
+      .Str("how", n.cause).Str("advice", n.fix);
+  if (n.last_step) r.Num("last_step", static_cast<double>(*n.last_step));
+  else r.Raw("last_step", "null");
+  r.Raw("fields", n.evidence.empty() ? "{}" : n.evidence).Raw("summary", n.run_summary.empty() ? "{}" : n.run_summary);
+  Json j;
+  j.Num("version", 1).Str("type", n.event).Num("time", n.time).Nested("run", r).Str("sparkline", n.sparkline);
+  if (!link.empty()) j.Str("link", std::string(link));
+  return j.str();
+}
+
+}  // namespace
+
 std::string ToPayload(const Notification& n, std::string_view link) {
+  if (n.is_run_event()) return RunPayload(n, link);
   Json f;
   auto opt = [&](const char* key, const std::optional<int64_t>& v) {
     if (v) f.Num(key, static_cast<double>(*v));
@@ -58,6 +78,30 @@ Result<Notification> FromPayload(std::string_view text) {
   if (ec || !v.is_object()) return Corrupt("outbox payload is not a JSON object: " + ec.message());
   const json::object& o = v.as_object();
   if (Num(o, "version") != 1) return Corrupt("outbox payload has an unknown version");
+  if (const json::value* rv = o.if_contains("run"); rv && rv->is_object()) {
+    const json::object& r = rv->as_object();
+    Notification n;
+    n.event = Str(o, "type");
+    n.time = Num(o, "time");
+    n.sparkline = Str(o, "sparkline");
+    n.run_event_id = static_cast<int64_t>(Num(r, "event_id"));
+    n.rule = n.event;
+    n.run = Str(r, "name");
+    n.state = Str(r, "state");
+    n.severity = Str(r, "severity");
+    n.title = Str(r, "title");
+    n.message = Str(r, "message");
+    n.cause = Str(r, "how");
+    n.fix = Str(r, "advice");
+    n.last_step = Step(r, "last_step");
+    const json::value* fields = r.if_contains("fields");
+    n.evidence = fields ? json::serialize(*fields) : "{}";
+    const json::value* summary = r.if_contains("summary");
+    n.run_summary = summary ? json::serialize(*summary) : "{}";
+    n.first_seen = n.time;
+    n.payload = std::string(text);
+    return n;
+  }
   const json::value* fv = o.if_contains("finding");
   if (!fv || !fv->is_object()) return Corrupt("outbox payload has no finding");
   const json::object& f = fv->as_object();
@@ -133,6 +177,43 @@ Result<Notification> LoadNotification(store::Db& db, int64_t transition_id, cons
       if (r.ok() && *r && !sp->IsNull(0)) n.sparkline = sp->Text(0);
     }
   }
+  return n;
+}
+
+const std::vector<std::string>& RunEventTypes() {
+  static const std::vector<std::string> types = {"run.started", "run.resumed", "run.finished", "run.crashed"};
+  return types;
+}
+
+Result<Notification> LoadRunNotification(store::Db& db, int64_t event_id, bool* announced) {
+  Result<store::Stmt> q = db.Prepare(
+      "SELECT l.kind, l.time, r.name, l.last_step, l.how, l.announced, l.title, l.message, l.advice, l.summary, "
+      "l.fields, l.sparkline FROM run_lifecycle l JOIN runs r USING (run_id) WHERE l.event_id = ?");
+  if (!q.ok()) return q.status();
+  q->Bind(1, event_id);
+  Result<bool> row = q->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return NotFound("no run event " + std::to_string(event_id));
+  Notification n;
+  const std::string kind = q->Text(0);
+  n.event = "run." + kind;
+  n.time = q->Real(1);
+  n.run = q->Text(2);
+  if (!q->IsNull(3)) n.last_step = q->Int(3);
+  n.cause = q->Text(4);
+  *announced = q->Int(5) != 0;
+  n.title = q->Text(6);
+  n.message = q->Text(7);
+  n.fix = q->Text(8);
+  n.run_summary = q->Text(9);
+  n.evidence = q->Text(10);
+  n.sparkline = q->Text(11);
+  n.rule = n.event;  // what a silence's --rule names, and what grouping by rule groups by
+  n.state = kind;
+  // A crash is as urgent as a NaN (it goes at once, past group_wait); the rest is information.
+  n.severity = kind == "crashed" ? "critical" : "info";
+  n.run_event_id = event_id;
+  n.first_seen = n.time;
   return n;
 }
 

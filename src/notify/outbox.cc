@@ -43,26 +43,20 @@ Result<int64_t> AddSilence(store::Db& db, const NewSilence& s, double now) {
   return db.LastInsertId();
 }
 
-Result<int> Enqueue(store::Db& db, const std::vector<ChannelConfig>& channels, const Notification& n,
-                    std::optional<int64_t> transition_id, double now) {
-  if (n.event != "test") {
-    Result<bool> silenced = Silenced(db, n.run, n.rule, now);
-    if (!silenced.ok()) return silenced.status();
-    if (*silenced) return 0;
-  }
+namespace {
+
+// Inserts `n` for each channel that routes it, under the key `key_prefix` + channel.
+Result<int> Insert(store::Db& db, const std::vector<ChannelConfig>& channels, const Notification& n,
+                   std::optional<int64_t> transition_id, const std::string& key_prefix, double now) {
   Result<store::Stmt> ins = db.Prepare(
       "INSERT OR IGNORE INTO outbox(channel, idempotency_key, transition_id, finding_id, event, payload, "
       "created, next_attempt) VALUES (?,?,?,?,?,?,?,?)");
   if (!ins.ok()) return ins.status();
   const std::string payload = ToPayload(n);
-  char stamp[32];
-  std::snprintf(stamp, sizeof stamp, "%.0f", std::floor(now * 1e6));
   int queued = 0;
   for (const ChannelConfig& c : channels) {
     if (!Routes(c, n)) continue;
-    const std::string key = transition_id ? "tw-" + std::to_string(*transition_id) + "-" + c.name
-                                          : "tw-test-" + std::string(stamp) + "-" + c.name;
-    ins->Bind(1, c.name).Bind(2, key);
+    ins->Bind(1, c.name).Bind(2, key_prefix + c.name);
     if (transition_id) ins->Bind(3, *transition_id);
     else ins->BindNull(3);
     if (n.finding_id) ins->Bind(4, n.finding_id);
@@ -77,6 +71,32 @@ Result<int> Enqueue(store::Db& db, const std::vector<ChannelConfig>& channels, c
     queued += static_cast<int>(db.Changes());
   }
   return queued;
+}
+
+}  // namespace
+
+Result<int> QueueRunEvent(store::Db& db, const std::vector<ChannelConfig>& channels, int64_t event_id, double now) {
+  bool announced = false;
+  Result<Notification> n = LoadRunNotification(db, event_id, &announced);
+  if (!n.ok()) return n.status();
+  if (!announced) return 0;
+  Result<bool> silenced = Silenced(db, n->run, n->rule, now);
+  if (!silenced.ok()) return silenced.status();
+  if (*silenced) return 0;
+  return Insert(db, channels, *n, std::nullopt, "tw-run-" + std::to_string(event_id) + "-", now);
+}
+
+Result<int> Enqueue(store::Db& db, const std::vector<ChannelConfig>& channels, const Notification& n,
+                    std::optional<int64_t> transition_id, double now) {
+  if (n.event != "test") {
+    Result<bool> silenced = Silenced(db, n.run, n.rule, now);
+    if (!silenced.ok()) return silenced.status();
+    if (*silenced) return 0;
+  }
+  char stamp[32];
+  std::snprintf(stamp, sizeof stamp, "%.0f", std::floor(now * 1e6));
+  return Insert(db, channels, n, transition_id,
+                transition_id ? "tw-" + std::to_string(*transition_id) + "-" : "tw-test-" + std::string(stamp) + "-", now);
 }
 
 Result<int> QueueTransition(store::Db& db, const std::vector<ChannelConfig>& channels,

@@ -26,6 +26,12 @@ Result<int> QueueTransition(store::Db& db, const std::vector<ChannelConfig>& cha
                             int64_t transition_id, const std::string& from, const std::string& to,
                             double now);
 
+// Queues the messages announcing run event `event_id` (run_lifecycle) for every channel whose
+// `events` has it, unless a silence matches its run (and the event as its rule: `--rule
+// run.finished`), or it was recorded unannounced (old history). The key is
+// "tw-run-<event_id>-<channel>". Inside the transaction that records the event.
+Result<int> QueueRunEvent(store::Db& db, const std::vector<ChannelConfig>& channels, int64_t event_id, double now);
+
 // Whether a silence covers (run, rule) at `now`.
 Result<bool> Silenced(store::Db& db, const std::string& run, const std::string& rule, double now);
 

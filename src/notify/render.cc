@@ -93,6 +93,10 @@ std::vector<std::pair<std::string, std::string>> EvidenceItems(const Notificatio
 
 std::string StatusEmoji(const Notification& n) {
   if (n.event == "finding.resolved") return "✅";
+  if (n.event == "run.finished") return "🏁";
+  if (n.event == "run.crashed") return "💥";
+  if (n.event == "run.started") return "▶️";
+  if (n.event == "run.resumed") return "🔁";
   if (n.severity == "critical") return "🔴";
   if (n.severity == "warning") return "🟠";
   return "🔵";
@@ -107,6 +111,8 @@ std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
 }
 
 std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n) {
+  // A message about no finding (a run event, a test) has no finding's page to link to.
+  if (n.finding_id == 0 && tmpl.find("{finding_id}") != std::string_view::npos) return "";
   std::string out;
   for (size_t i = 0; i < tmpl.size();) {
     auto try_key = [&](std::string_view key, const std::string& value) {
@@ -132,8 +138,11 @@ std::string SlackMessage(const Notification& n, const std::string& link) {
   Json blocks = Json::Array();
   Json header;
   const bool repeat = n.event == "finding.repeat";
-  const std::string head = StatusEmoji(n) + " " + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
-                           (repeat ? " (still firing)" : "") + " · " + (n.title.empty() ? n.rule : n.title);
+  // A run event says what happened to which run ("🏁 Run finished: exp/a"); a finding its severity.
+  const std::string head = n.is_run_event()
+                               ? StatusEmoji(n) + " " + n.title + ": " + n.run
+                               : StatusEmoji(n) + " " + (resolved ? "RESOLVED" : AsciiUpper(n.severity)) +
+                                     (repeat ? " (still firing)" : "") + " · " + (n.title.empty() ? n.rule : n.title);
   header.Str("type", "header").Nested("text", Text("plain_text", TruncateUtf8(head, kHeaderMax)));
   blocks.Push(header);
   if (resolved) {
@@ -147,10 +156,10 @@ std::string SlackMessage(const Notification& n, const std::string& link) {
       blocks.Push(f);
     }
     if (!n.sparkline.empty()) blocks.Push(Section("```" + n.sparkline + "```"));
-    if (!n.cause.empty()) blocks.Push(Section("*Likely cause*\n" + Mrkdwn(n.cause)));
-    if (!n.fix.empty()) blocks.Push(Section("*What to do*\n" + Mrkdwn(n.fix)));
+    if (!n.cause.empty()) blocks.Push(Section("*" + CauseLabel(n) + "*\n" + Mrkdwn(n.cause)));
+    if (!n.fix.empty()) blocks.Push(Section("*" + FixLabel(n) + "*\n" + Mrkdwn(n.fix)));
   }
-  std::string context = "trainwatch · rule `" + Mrkdwn(n.rule) + "`";
+  std::string context = n.is_run_event() ? "trainwatch · `" + n.event + "`" : "trainwatch · rule `" + Mrkdwn(n.rule) + "`";
   if (!link.empty()) context = "<" + link + "|Open the run> · " + context;
   Json ctx_el = Json::Array();
   ctx_el.Push(Text("mrkdwn", TruncateUtf8(context, kSectionMax)));
@@ -158,9 +167,10 @@ std::string SlackMessage(const Notification& n, const std::string& link) {
   ctx.Str("type", "context").Nested("elements", ctx_el);
   blocks.Push(ctx);
 
-  const std::string fallback = (resolved ? "[resolved] " : "[" + n.severity + (repeat ? ", still firing" : "") + "] ") +
-                               (n.title.empty() ? n.rule : n.title) + " on " + n.run +
-                               (n.series.empty() ? "" : " (" + n.series + ")") + ": " + n.message;
+  const std::string fallback = n.is_run_event() ? n.title + ": " + n.message
+                               : (resolved ? "[resolved] " : "[" + n.severity + (repeat ? ", still firing" : "") + "] ") +
+                                     (n.title.empty() ? n.rule : n.title) + " on " + n.run +
+                                     (n.series.empty() ? "" : " (" + n.series + ")") + ": " + n.message;
   Json msg;
   msg.Str("text", TruncateUtf8(fallback, kFallbackMax)).Nested("blocks", blocks);
   return msg.str();
@@ -212,7 +222,14 @@ std::string SlackGroupMessage(const Group& g, std::string_view link_template) {
   return msg.str();
 }
 
+std::string CauseLabel(const Notification& n) {
+  return n.event == "run.finished" || n.event == "run.crashed" ? "How it ended" : n.is_run_event() ? "How" : "Likely cause";
+}
+
+std::string FixLabel(const Notification& n) { return n.is_run_event() ? "What to keep" : "What to do"; }
+
 std::string ConsoleLine(const Notification& n) {
+  if (n.is_run_event()) return "notify: " + n.event + ": " + n.message + " " + CauseLabel(n) + ": " + n.cause + ".";
   const bool resolved = n.event == "finding.resolved";
   return std::string("notify: ") + (resolved ? "resolved" : "[" + n.severity + "] " + n.event) + ": " +
          n.rule + " on " + n.run + (n.series.empty() ? "" : " (" + n.series + ")") + ": " +

@@ -15,7 +15,8 @@ namespace tw::notify {
 
 // A link for the finding from a template: {run}, {series}, {rule}, {step}, {finding_id} are
 // replaced by their values, URL-encoded ("http://tb:6006/#scalars&regexInput={run}"); [web]
-// base_url makes "BASE/findings/{finding_id}" every channel's default. "" for "".
+// base_url makes "BASE/findings/{finding_id}" every channel's default. "" for "", and for a
+// template with {finding_id} when the message is about no finding (a run event, a test).
 std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n);
 
 // The Slack incoming-webhook body: Block Kit blocks plus a plain `text` fallback.
@@ -34,6 +35,11 @@ std::vector<std::pair<std::string, std::string>> EvidenceItems(const Notificatio
 
 // ✅ resolved, else 🔴 critical, 🟠 warning, 🔵 info: how chat messages open.
 std::string StatusEmoji(const Notification& n);
+
+// The headings of a message's cause and fix: "Likely cause" and "What to do" for a finding;
+// "How it ended" and "What to keep" for a run that ended.
+std::string CauseLabel(const Notification& n);
+std::string FixLabel(const Notification& n);
 
 // One line for the console channel.
 std::string ConsoleLine(const Notification& n);

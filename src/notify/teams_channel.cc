@@ -96,8 +96,8 @@ std::string TeamsMessage(const Notification& n, const std::string& link) {
       spark.Str("fontType", "Monospace");
       body.Push(spark);
     }
-    if (!n.cause.empty()) body.Push(TextBlock("**Likely cause:** " + n.cause, 1500));
-    if (!n.fix.empty()) body.Push(TextBlock("**What to do:** " + n.fix, 1500));
+    if (!n.cause.empty()) body.Push(TextBlock("**" + CauseLabel(n) + ":** " + n.cause, 1500));
+    if (!n.fix.empty()) body.Push(TextBlock("**" + FixLabel(n) + ":** " + n.fix, 1500));
   }
   Json footer = TextBlock("trainwatch · rule " + n.rule, 200);
   footer.Str("size", "Small").Bool("isSubtle", true);

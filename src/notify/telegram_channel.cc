@@ -61,8 +61,8 @@ std::string Text(const Notification& n, const std::string& link, Budget b) {
       for (const auto& [k, v] : EvidenceItems(n, 6)) t += "\n_" + Plain(k, 30) + "_ " + Plain(v, 50);
       if (!n.sparkline.empty()) t += "\n```\n" + EscapeMarkdownV2Code(TruncateUtf8(n.sparkline, 200)) + "\n```";
     }
-    if (!n.cause.empty()) t += "\n*Likely cause*\n" + Plain(n.cause, b.words / 2);
-    if (!n.fix.empty()) t += "\n*What to do*\n" + Plain(n.fix, b.words / 2);
+    if (!n.cause.empty()) t += "\n*" + CauseLabel(n) + "*\n" + Plain(n.cause, b.words / 2);
+    if (!n.fix.empty()) t += "\n*" + FixLabel(n) + "*\n" + Plain(n.fix, b.words / 2);
   }
   const std::string open = Link("Open the run", link);
   t += "\n" + (open.empty() ? "" : open + " · ") + EscapeMarkdownV2("trainwatch · rule ") + Code(n.rule, 80);

@@ -48,6 +48,14 @@ std::optional<int64_t> IntParam(const Target& t, const std::string& name, int64_
 
 Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id);
 
+// The first and last step of a series within [from, to], by the primary key (two lookups, no
+// scan); `any` false when it has no point there.
+struct StepRange {
+  int64_t lo = 0, hi = 0;
+  bool any = false;
+};
+Result<StepRange> Range(store::Db& db, int64_t series_id, int64_t from, int64_t to);
+
 // GET /api/silences (api_silences.cc): every silence, newest first.
 Answer AnswerSilences(store::Db& db, const ApiContext& ctx);
 // POST /api/silences, the view's one write: `body` is {"run": GLOB, "rule": ID, "minutes": N,

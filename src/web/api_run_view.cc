@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "diagnose/role_inference.h"
@@ -27,43 +28,126 @@ json::object Marker(const char* kind, int64_t step, const std::string& label, in
   return {{"kind", kind}, {"step", step}, {"label", label}, {"series_id", series_id}};
 }
 
+struct StepValue {
+  int64_t step = 0;
+  double value = 0;
+};
+
+// Where a series changes, found without reading it whole: a 2-million-step LR or epoch counter
+// is read at kSamples evenly spaced steps (index seeks), and each change seen between two
+// samples is pinned to its exact step by a binary search of seeks. Changes that come and go
+// between two samples are not seen; the schedules and counters marked here hold for long.
+// A short series is read whole.
+class ChangeFinder {
+ public:
+  static constexpr int64_t kSamples = 1024;
+
+  ChangeFinder(store::Db& db, int64_t series_id) : db_(db), series_id_(series_id) {}
+
+  // The live finite points at up to kSamples steps (every point when the series is short).
+  Result<std::vector<StepValue>> Sample() {
+    Result<StepRange> range = Range(db_, series_id_, INT64_MIN, INT64_MAX);
+    if (!range.ok()) return range.status();
+    std::vector<StepValue> out;
+    if (!range->any) return out;
+    const int64_t lo = range->lo, hi = range->hi;
+    if (hi - lo <= kSamples) {
+      Result<store::Stmt> all = db_.Prepare(
+          "SELECT step, value FROM scalars WHERE series_id = ?1 AND superseded = 0 AND value_class = 0 ORDER BY step");
+      if (!all.ok()) return all.status();
+      all->Bind(1, series_id_);
+      TW_RETURN_IF_ERROR(all->EachRow([&] { out.push_back({all->Int(0), all->Real(1)}); }));
+      return out;
+    }
+    for (int64_t k = 0; k <= kSamples; ++k) {
+      Result<std::optional<StepValue>> p = At(lo + static_cast<int64_t>((hi - lo) * (static_cast<double>(k) / kSamples)));
+      if (!p.ok()) return p.status();
+      if (*p && (out.empty() || (*p)->step > out.back().step)) out.push_back(**p);
+    }
+    return out;
+  }
+
+  // The first point after `a`, up to `b`, whose value `same` no longer finds equal to a's.
+  Result<StepValue> FirstChange(const StepValue& a, const StepValue& b, bool (*same)(double, double)) {
+    StepValue found = b;
+    int64_t lo = a.step + 1, hi = b.step - 1;
+    while (lo <= hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      Result<std::optional<StepValue>> p = At(mid);
+      if (!p.ok()) return p.status();
+      if (!*p || (*p)->step >= b.step) {
+        hi = mid - 1;  // nothing between mid and b: the change is before mid, or at b
+      } else if (same((*p)->value, a.value)) {
+        lo = (*p)->step + 1;
+      } else {
+        found = **p;
+        hi = mid - 1;
+      }
+    }
+    return found;
+  }
+
+ private:
+  // The first live finite point at or after `step`.
+  Result<std::optional<StepValue>> At(int64_t step) {
+    if (!at_) {
+      Result<store::Stmt> s = db_.Prepare(
+          "SELECT step, value FROM scalars WHERE series_id = ?1 AND step >= ?2 AND superseded = 0 "
+          "AND value_class = 0 ORDER BY step LIMIT 1");
+      if (!s.ok()) return s.status();
+      at_.emplace(std::move(*s));
+    }
+    at_->Reset();
+    at_->Bind(1, series_id_).Bind(2, step);
+    Result<bool> row = at_->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return std::optional<StepValue>();
+    return std::optional<StepValue>(StepValue{at_->Int(0), at_->Real(1)});
+  }
+
+  store::Db& db_;
+  int64_t series_id_;
+  std::optional<store::Stmt> at_;
+};
+
+bool SameEpoch(double a, double b) { return std::floor(a) == std::floor(b); }
+bool SameValue(double a, double b) { return a == b; }
+
 Status EpochMarks(store::Db& db, const diagnose::RoleAssignment& a, json::array& out) {
-  // Only the changes come out of SQLite: an epoch counter logged at each of 2 million steps is
-  // a scan, not 2 million rows in memory.
-  Result<store::Stmt> s = db.Prepare(
-      "SELECT step, value FROM (SELECT step, value, lag(value) OVER (ORDER BY step) AS prev FROM scalars "
-      "WHERE series_id = ?1 AND superseded = 0 AND value_class = 0) "
-      "WHERE prev IS NOT NULL AND floor(value) <> floor(prev)");
-  if (!s.ok()) return s.status();
-  s->Bind(1, a.series_id);
+  ChangeFinder finder(db, a.series_id);
+  Result<std::vector<StepValue>> pts = finder.Sample();
+  if (!pts.ok()) return pts.status();
   std::vector<json::object> marks;
-  TW_RETURN_IF_ERROR(s->EachRow([&] {
-    const auto epoch = static_cast<int64_t>(std::floor(s->Real(1)));
-    marks.push_back(Marker("epoch", s->Int(0), "epoch " + std::to_string(epoch), a.series_id));
-  }));
+  for (size_t i = 1; i < pts->size(); ++i) {
+    if (SameEpoch((*pts)[i].value, (*pts)[i - 1].value)) continue;
+    Result<StepValue> at = finder.FirstChange((*pts)[i - 1], (*pts)[i], SameEpoch);
+    if (!at.ok()) return at.status();
+    const auto epoch = static_cast<int64_t>(std::floor(at->value));
+    marks.push_back(Marker("epoch", at->step, "epoch " + std::to_string(epoch), a.series_id));
+  }
   const size_t every = marks.size() > kMaxEpochMarks ? (marks.size() + kMaxEpochMarks - 1) / kMaxEpochMarks : 1;
   for (size_t i = 0; i < marks.size(); i += every) out.push_back(std::move(marks[i]));
   return Status::Ok();
 }
 
 Status LrMarks(store::Db& db, const diagnose::RoleAssignment& a, json::array& out) {
-  // A jump from a value that held still over the step before it; computed by SQLite, so only
-  // the jumps come out (at most one more than a mark's worth of them).
-  Result<store::Stmt> s = db.Prepare(
-      "SELECT step, prev, value FROM (SELECT step, value, lag(value) OVER w AS prev, "
-      "lag(value, 2) OVER w AS prev2 FROM scalars WHERE series_id = ?1 AND superseded = 0 AND value_class = 0 "
-      "WINDOW w AS (ORDER BY step)) "
-      "WHERE prev2 IS NOT NULL AND max(abs(prev), abs(value)) > 0 "
-      "AND abs(value - prev) >= ?2 * max(abs(prev), abs(value)) "
-      "AND abs(prev - prev2) <= ?3 * max(abs(prev), abs(prev2)) LIMIT ?4");
-  if (!s.ok()) return s.status();
-  s->Bind(1, a.series_id).Bind(2, kLrJump).Bind(3, kLrStill).Bind(4, static_cast<int64_t>(kMaxLrMarks + 1));
+  // A jump of kLrJump or more from a value that held still over the two points (samples)
+  // before it.
+  ChangeFinder finder(db, a.series_id);
+  Result<std::vector<StepValue>> pts = finder.Sample();
+  if (!pts.ok()) return pts.status();
   std::vector<json::object> marks;
-  TW_RETURN_IF_ERROR(s->EachRow([&] {
+  for (size_t i = 2; i < pts->size() && marks.size() <= kMaxLrMarks; ++i) {
+    const double earlier = (*pts)[i - 2].value, before = (*pts)[i - 1].value, after = (*pts)[i].value;
+    const double scale = std::max(std::abs(before), std::abs(after));
+    const bool held = std::abs(before - earlier) <= kLrStill * std::max(std::abs(before), std::abs(earlier));
+    if (!(scale > 0 && held && std::abs(after - before) >= kLrJump * scale)) continue;
+    Result<StepValue> at = finder.FirstChange((*pts)[i - 1], (*pts)[i], SameValue);
+    if (!at.ok()) return at.status();
     char label[96];
-    std::snprintf(label, sizeof label, "LR %.3g \u2192 %.3g", s->Real(1), s->Real(2));
-    marks.push_back(Marker("lr_change", s->Int(0), label, a.series_id));
-  }));
+    std::snprintf(label, sizeof label, "LR %.3g \u2192 %.3g", before, at->value);
+    marks.push_back(Marker("lr_change", at->step, label, a.series_id));
+  }
   if (marks.size() <= kMaxLrMarks)
     for (auto& m : marks) out.push_back(std::move(m));
   return Status::Ok();

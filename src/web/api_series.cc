@@ -11,26 +11,6 @@ namespace json = boost::json;
 namespace {
 constexpr int64_t kMaxWidth = 20000;
 
-struct StepRange {
-  int64_t lo = 0, hi = 0;
-};
-// The first and last step of a series within [from, to], by the primary key (two lookups, no
-// scan); {0, 0} when it has none there.
-Result<StepRange> Range(store::Db& db, int64_t series_id, int64_t from, int64_t to) {
-  StepRange r;
-  for (const char* agg : {"min", "max"}) {
-    Result<store::Stmt> s = db.Prepare(std::string("SELECT ") + agg +
-                                       "(step) FROM scalars WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3");
-    if (!s.ok()) return s.status();
-    s->Bind(1, series_id).Bind(2, from).Bind(3, to);
-    Result<bool> row = s->Step();
-    if (!row.ok()) return row.status();
-    if (s->IsNull(0)) return r;
-    (agg[1] == 'i' ? r.lo : r.hi) = s->Int(0);
-  }
-  return r;
-}
-
 json::object PointJson(const Point& p, bool with_superseded) {
   json::object o;
   o["step"] = p.step;
@@ -40,6 +20,23 @@ json::object PointJson(const Point& p, bool with_superseded) {
   return o;
 }
 }  // namespace
+
+Result<StepRange> Range(store::Db& db, int64_t series_id, int64_t from, int64_t to) {
+  StepRange r;
+  // Two statements: SQLite answers a lone min() or max() from the index, both at once by a scan.
+  for (const char* agg : {"min", "max"}) {
+    Result<store::Stmt> s = db.Prepare(std::string("SELECT ") + agg +
+                                       "(step) FROM scalars WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3");
+    if (!s.ok()) return s.status();
+    s->Bind(1, series_id).Bind(2, from).Bind(3, to);
+    Result<bool> row = s->Step();
+    if (!row.ok()) return row.status();
+    if (s->IsNull(0)) return r;
+    (agg[1] == 'i' ? r.lo : r.hi) = s->Int(0);
+    r.any = true;
+  }
+  return r;
+}
 
 Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id) {
   std::optional<Answer> bad;

@@ -82,6 +82,9 @@ const std::vector<RuleFamily>& RuleFamilies() {
       {"gradients", {"grad_explosion", "grad_vanishing", "grad_clip_saturation", "layer_grad_imbalance"}},
       {"resources", {"step_time_creep", "memory_growth"}},
       {"stale", {"stale_run"}},
+      {"val_gap", {"val_worse_from_start"}},  // issue 18 part 3
+      {"loss_acc", {"loss_acc_disagree"}},    // issue 18 part 3
+      {"mixed_precision", {"loss_scale_collapse"}},  // issue 18 part 3
       {"grokking", {"grokking"}},                               // not in the issue's list
       {"weights", {"weight_norm_runaway", "update_ratio_off"}},  // not in the issue's list
   };

@@ -1899,6 +1899,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import runs_more  # noqa: E402
 
 runs_more.register_all(sys.modules[__name__])
+import runs_checks  # noqa: E402
+
+runs_checks.register_all(sys.modules[__name__])
 
 
 # --------------------------------------------------------------------------------------------
