@@ -80,6 +80,26 @@ TEST_F(RealChecksTest, LossFallsWhileAccuracyStaysPut) {
 // A NaN gradient on a quarter of the batches (sqrt of all-zero padding rows) drives the scale
 // from 16384 to 0; raw inputs overflow float16 unscaled and keep it below 1 (0.0039-0.031). The
 // same model with an epsilon overflows twice in 1200 steps and its scale grows.
+// Held out (tests/data/heldout, tools/cpu_runs/heldout_checks.py): runs written apart from the
+// ones the checks were tuned on, in another trainer, on another task. Two evaluation bugs: a
+// BatchNorm model evaluated in training mode in batches of 2 (22x the training loss at the
+// first evaluation) and validation labels rotated by one class (188x): both caught. Mixup,
+// whose per-batch training accuracy is scored against one of two mixed labels and swings
+// between its extremes (medians 0.875 and 0.234 at its ends) while the loss falls 82 %: an
+// accuracy that fell that far is no stall, and was a false loss_acc_disagree. Label smoothing
+// (training loss above validation) and an imbalanced healthy run: quiet.
+TEST_F(RealChecksTest, HeldOutRunsOfOtherTrainersAndCauses) {
+  for (const char* run : {"ho_bn_eval_train_mode", "ho_val_labels_rotated", "ho_healthy_mixup",
+                          "ho_healthy_label_smoothing", "ho_healthy_imbalanced"})
+    CopyRun(HeldOut() + "/" + run, run);
+  const Evaluation ev = Evaluate();
+  for (const char* sick : {"ho_bn_eval_train_mode", "ho_val_labels_rotated"})
+    EXPECT_EQ(On(ev, "val_worse_from_start", sick, "val/loss").size(), 1u) << sick;
+  for (const char* healthy : {"ho_healthy_mixup", "ho_healthy_label_smoothing", "ho_healthy_imbalanced"})
+    for (const char* rule : {"val_worse_from_start", "loss_acc_disagree", "loss_scale_collapse"})
+      for (const auto& o : Of(ev, rule, healthy)) ADD_FAILURE() << healthy << ": " << o.message;
+}
+
 TEST_F(RealChecksTest, LossScaleThatKeepsHalving) {
   const Evaluation ev = Evaluate({CpuRuns()});
   auto padding = On(ev, "loss_scale_collapse", "amp_scale_halving_padding_norm", "train/loss_scale");

@@ -26,6 +26,9 @@
 --   start): an accuracy already at 0.96 that gains 0.01 took a quarter of the way to 1
 -- param acc_z = 2: and its Mann–Kendall z stays below this (no steady climb, however small)
 -- param saturated = 0.98: an accuracy at or above this at its end has nothing left to gain
+-- param max_fall = 0.1: and it fell at most this much: an accuracy that fell far while its loss
+--   fell did not stall (a per-batch training accuracy under mixup or CutMix, scored against one
+--   of two mixed labels, swings between its extremes whatever the model learns)
 --
 -- Each accuracy is paired with the loss of its phase: the training accuracy with the training
 -- loss, a validation accuracy with the validation loss, over the steps the accuracy spans.
@@ -76,3 +79,4 @@ FROM judged
 WHERE n >= :min_points AND loss_n >= :min_points AND lo > 0 AND l0 > 0
   AND l1 <= (1 - :min_drop) * l0 AND (lz <= :loss_z OR l0 - l1 >= :noise_k * noise)
   AND a1 - a0 <= :max_gain AND a1 - a0 <= :headroom_share * (1 - a0) AND az < :acc_z AND a1 < :saturated
+  AND a0 - a1 <= :max_fall
