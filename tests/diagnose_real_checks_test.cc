@@ -100,6 +100,20 @@ TEST_F(RealChecksTest, HeldOutRunsOfOtherTrainersAndCauses) {
       for (const auto& o : Of(ev, rule, healthy)) ADD_FAILURE() << healthy << ": " << o.message;
 }
 
+// Held out (tests/data/heldout/ho2_*, tools/cpu_runs/heldout_schedules.py): SGD with momentum on
+// noisy data logs heavy-tailed per-batch gradient norms (0.02 to 1.1 within 40 points), and
+// its converged phase pulls the run's median down to 0.05-0.1. Measured against the lowest
+// norm before them, three ordinary points were a "burst" (SGDR at step 55, a step-decay run at
+// 175): a false grad_explosion on both. Against the mean of the 20 before: quiet. The
+// curriculum run (harder data every 6 epochs: the training loss climbs by design) is a trap no
+// rule can tell from divergence without knowing the plan; it is kept here, not asserted.
+TEST_F(RealChecksTest, HeldOutNoisyGradientNormsAreNoBurst) {
+  for (const char* run : {"ho2_healthy_sgdr", "ho2_healthy_step_decay"}) CopyRun(HeldOut() + "/" + run, run);
+  const Evaluation ev = Evaluate();
+  for (const char* run : {"ho2_healthy_sgdr", "ho2_healthy_step_decay"})
+    for (const auto& o : Of(ev, "grad_explosion", run)) ADD_FAILURE() << run << ": " << o.message;
+}
+
 TEST_F(RealChecksTest, LossScaleThatKeepsHalving) {
   const Evaluation ev = Evaluate({CpuRuns()});
   auto padding = On(ev, "loss_scale_collapse", "amp_scale_halving_padding_norm", "train/loss_scale");

@@ -13,7 +13,8 @@
 -- param recent_frac = 0.1: the recent window, as a fraction of the run
 -- param skip_frac = 0.05: the first part is skipped (initial transients)
 -- param burst_ratio = 8: a burst: three points in a row at least this many times both the
---   lowest norm before them and the series' median
+--   mean of the 20 norms before them and the series' median (per-batch norms are heavy-tailed:
+--   one easy batch's tiny norm is no level to measure a burst against)
 --
 -- Two readings of each gradient norm. Growth: the recent median far above the early one with a
 -- steady rise, over the series' finite stretch: a norm that explodes into inf/NaN (the loss
@@ -54,7 +55,7 @@ WITH src AS (
   SELECT series_id, tag, step, value,
          min(value, lead(value, 1) OVER o, lead(value, 2) OVER o) AS low3,
          lead(step, 2) OVER o AS step3,
-         min(value) OVER (PARTITION BY series_id ORDER BY step ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+         avg(value) OVER (PARTITION BY series_id ORDER BY step ROWS BETWEEN 20 PRECEDING AND 1 PRECEDING) AS before
   FROM fin WHERE series_id IN (SELECT series_id FROM span WHERE top >= :burst_ratio * med)  -- (a burst is possible)
   WINDOW o AS (PARTITION BY series_id ORDER BY step)
 ), burst AS MATERIALIZED (
