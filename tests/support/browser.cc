@@ -31,11 +31,13 @@ using Ms = Browser::Ms;
 namespace {
 
 // The flags that work on a closed-network build machine: no sandbox (no user namespaces in
-// containers), no GPU, and none of the background fetches that would wait on a network.
+// containers), no GPU, none of the background fetches that would wait on a network, and
+// shared memory in /tmp (a container's 64 MB /dev/shm crashes renderers drawing big canvases).
 const std::vector<std::string> kFlags = {
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-breakpad", "--no-default-browser-check", "--remote-debugging-port=0"};
+    "--disable-breakpad", "--no-default-browser-check", "--disable-dev-shm-usage",
+    "--remote-debugging-port=0"};
 
 std::string ChromiumPath(const std::string& configured) {
   if (!configured.empty()) return configured;
