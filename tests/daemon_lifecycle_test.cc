@@ -37,11 +37,7 @@ using testing::WaitFor;
 
 double Loss(int64_t s) { return 0.3 + 2.0 * std::pow(1 + s / 50.0, -0.7); }
 
-std::string ThisHost() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  return host;
-}
+using testing::ThisHost;
 
 // A PyTorch-style run of `steps` steps of train/loss ending `ago` seconds ago.
 void WriteRun(const std::string& path, int64_t steps, double end_wall, const std::vector<std::string>& first,

@@ -15,17 +15,7 @@
 namespace tw::diagnose {
 namespace {
 
-class RealValidationTest : public testing::RealRunsFixture {
- protected:
-  // `rule`'s findings on `run` about one series.
-  static std::vector<Observation> On(const Evaluation& ev, const std::string& rule, const std::string& run,
-                                     const std::string& series) {
-    std::vector<Observation> out;
-    for (auto& o : Of(ev, rule, run))
-      if (o.series == series) out.push_back(o);
-    return out;
-  }
-};
+class RealValidationTest : public testing::RealRunsFixture {};
 
 // --- overfitting: one evaluation per step, and the score decides ------------------------------
 

@@ -30,11 +30,7 @@ using testing::SimpleScalarEvent;
 
 double Loss(int64_t s) { return 0.3 + 2.0 * std::pow(1 + s / 50.0, -0.7); }
 
-std::string ThisHost() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  return host;
-}
+using testing::ThisHost;
 
 class Lifecycle : public testing::DiagnoseFixture {
  protected:

@@ -58,11 +58,15 @@ std::optional<double> ProcessStart(int64_t pid) {
   // Fields after the name start at 3 (state); starttime is field 22: the 20th of these.
   for (int i = 3; i <= 22 && rest >> field; ++i)
     if (i == 22) {
-      std::ifstream proc_stat("/proc/stat");
-      std::string key;
-      double btime = -1;
-      while (proc_stat >> key)
-        if (key == "btime" && proc_stat >> btime) break;
+      // The boot time does not change while we run: /proc/stat is read once, not per probe.
+      static const double btime = [] {
+        std::ifstream proc_stat("/proc/stat");
+        std::string key;
+        double t = -1;
+        while (proc_stat >> key)
+          if (key == "btime" && proc_stat >> t) break;
+        return t;
+      }();
       const long hz = ::sysconf(_SC_CLK_TCK);
       if (btime < 0 || hz <= 0) return std::nullopt;
       return btime + std::strtod(field.c_str(), nullptr) / static_cast<double>(hz);

@@ -256,6 +256,11 @@ int CmdRules(const Args& args) {
     } else {
       std::string roles;
       for (const auto& x : r.roles) roles += (roles.empty() ? "" : ", ") + x;
+      if (!r.roles_any.empty()) {  // roles_any: one of these as well
+        std::string any;
+        for (const auto& x : r.roles_any) any += (any.empty() ? "" : " or ") + x;
+        roles += (roles.empty() ? "one of " : ", and one of ") + any;
+      }
       std::cout << "    needs: " << (roles.empty() ? "-" : roles) << (r.scope_all ? "; runs over every run" : "")
                 << "; from " << r.origin << "\n";
     }

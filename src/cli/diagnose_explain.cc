@@ -19,8 +19,9 @@ std::string ExampleTags(const std::string& role) {
   int n = 0;
   for (const diagnose::RolePattern& p : diagnose::DefaultRolePatterns()) {
     if (p.role != role || !p.run_glob.empty() || p.tag_glob.find_first_of("*?[") != std::string::npos) continue;
+    if (n == 3) return out + ", ...";  // more than three: say so
     out += (n ? ", '" : "'") + p.tag_glob + "'";
-    if (++n == 3) break;
+    ++n;
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "diagnose/lifecycle_facts.h"
+#include "diagnose/sql_functions.h"
 #include "store/migrations.h"
 
 namespace tw::diagnose {
@@ -11,17 +12,6 @@ namespace {
 
 bool Has(const RunFacts& f, const std::string& cause) {
   return std::find(f.causes.begin(), f.causes.end(), cause) != f.causes.end();
-}
-
-// The training loss's recent curve, where the connection has tw_sparkline (the engine's does).
-std::string Sparkline(store::Db& db, int64_t series) {
-  Result<store::Stmt> q = db.Prepare(
-      "SELECT tw_sparkline(step, value, 40) FROM (SELECT step, value FROM scalars "
-      "WHERE series_id = ? AND superseded = 0 ORDER BY step DESC LIMIT 400)");
-  if (!q.ok()) return "";
-  q->Bind(1, series);
-  Result<bool> r = q->Step();
-  return r.ok() && *r && !q->IsNull(0) ? q->Text(0) : "";
 }
 
 }  // namespace
@@ -47,11 +37,11 @@ Result<std::vector<RunEvent>> DetectRunEvents(store::Db& db, const std::vector<i
       e.last_step = f.last_step;
       e.announce = when >= recent;
       TW_RETURN_IF_ERROR(Summarize(db, f, &e, now));
-      if (kind == "finished" || kind == "crashed") e.sparkline = Sparkline(db, f.loss_series);
+      if (kind == "finished" || kind == "crashed") e.sparkline = RecentSparkline(db, f.loss_series);
       out.push_back(std::move(e));
       return Status::Ok();
     };
-    if (!f.has_start && !Has(f, "start")) {
+    if (!Has(f, "start")) {
       if (f.continues) TW_RETURN_IF_ERROR(add("resumed", "start", "a W&B run that continues an earlier one", f.first_wall));
       else TW_RETURN_IF_ERROR(add("started", "start", "a new run", f.first_wall));
     }

@@ -74,7 +74,10 @@ Result<std::optional<RunFacts>> ReadRunFacts(store::Db& db, int64_t run_id, cons
         if (q.IsNull(2)) return;  // no live points
         const int64_t step = q.Int(2), first_step = q.Int(7);
         const double wall = q.Real(3), first_wall = q.Real(6);
-        if (q.Int(0) == f.loss_series) f.loss_last_class = static_cast<int>(q.Int(5));
+        if (q.Int(0) == f.loss_series) {
+          f.loss_last_class = static_cast<int>(q.Int(5));
+          f.loss_last_value = q.Real(4);
+        }
         if (!any || first_wall < f.first_wall) f.first_wall = first_wall;
         if (!f.first_step || first_step < *f.first_step) f.first_step = first_step;
         if (!f.last_step || step > *f.last_step) f.last_step = step;
@@ -124,7 +127,6 @@ Result<std::optional<RunFacts>> ReadRunFacts(store::Db& db, int64_t run_id, cons
                              run_id, [&](const store::Stmt& q) {
                                const std::string kind = q.Text(0);
                                f.causes.push_back(q.Text(1));
-                               if (kind == "started" || (kind == "resumed" && q.Text(1) == "start")) f.has_start = true;
                                if (kind == "finished" || kind == "crashed") {
                                  f.ends++;
                                  if (!f.end_time || q.Real(2) > *f.end_time) {

@@ -30,13 +30,14 @@ struct RunFacts {
   double last_value = 0;
   int last_class = 0;      // value_class of that point
   int loss_last_class = 0; // value_class of the training loss's last point
+  double loss_last_value = 0;
   std::optional<double> stop_wall;     // the newest SessionLog STOP's wall time
   std::optional<double> runtime_wall;  // the HF end summary's (train_runtime) newest point
   std::optional<double> planned_steps, planned_epochs, last_epoch;
   std::optional<WriterId> writer;  // the newest event file's writer
   WriterState writer_state = WriterState::kUnknown;
-  // What is recorded already: a start, the causes, and the last end (its time and last wall).
-  bool has_start = false;
+  // What is recorded already: the causes (a start's is "start"), and the last end (its time and
+  // last wall).
   std::vector<std::string> causes;
   int ends = 0;
   std::optional<double> end_time, end_wall;

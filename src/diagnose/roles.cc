@@ -108,6 +108,7 @@ const std::vector<RolePattern> kDefaults = {
     {"gpu_util", "system/gpu.?.gpu", "", "W&B system metrics"},
     {"gpu_util", "system/gpu.??.gpu", "", "W&B system metrics"},
     {"gpu_util", "system.gpu.?.gpu", "", "W&B public API key form"},
+    {"gpu_util", "system.gpu.??.gpu", "", "W&B public API key form"},
     {"gpu_util", "gpu_util", "", "common"},
     {"gpu_util", "*/gpu_util", "", "common"},
     {"gpu_util", "gpu_utilization", "", "common"},

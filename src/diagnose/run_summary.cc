@@ -83,20 +83,9 @@ Status Summarize(store::Db& db, const RunFacts& f, RunEvent* e, double now) {
   // The training loss: where it ended and its best.
   Result<std::optional<Best>> best_loss = BestOf(db, f.loss_series, true);
   if (!best_loss.ok()) return best_loss.status();
-  double final_loss = 0;
-  int final_class = 0;
-  {
-    Result<store::Stmt> q = db.Prepare(
-        "SELECT value, value_class FROM scalars WHERE series_id = ? AND superseded = 0 ORDER BY step DESC LIMIT 1");
-    if (!q.ok()) return q.status();
-    q->Bind(1, f.loss_series);
-    Result<bool> r = q->Step();
-    if (!r.ok()) return r.status();
-    if (*r) {
-      final_loss = q->Real(0);
-      final_class = static_cast<int>(q->Int(1));
-    }
-  }
+  // Its last point, as the facts read it.
+  const double final_loss = f.loss_last_value;
+  const int final_class = f.loss_last_class;
   const std::string final_text = final_class ? ClassWord(final_class) : Number(final_loss);
   Json loss;
   loss.Str("tag", f.loss_tag);

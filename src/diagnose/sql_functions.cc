@@ -784,4 +784,14 @@ Status RegisterSqlFunctions(store::Db& db) {
   return Status::Ok();
 }
 
+std::string RecentSparkline(store::Db& db, int64_t series_id) {
+  Result<store::Stmt> q = db.Prepare(
+      "SELECT tw_sparkline(step, value, 40) FROM (SELECT step, value FROM scalars "
+      "WHERE series_id = ? AND superseded = 0 ORDER BY step DESC LIMIT 400)");
+  if (!q.ok()) return "";
+  q->Bind(1, series_id);
+  Result<bool> r = q->Step();
+  return r.ok() && *r && !q->IsNull(0) ? q->Text(0) : "";
+}
+
 }  // namespace tw::diagnose

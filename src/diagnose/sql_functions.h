@@ -22,11 +22,17 @@
 //   tw_glob(pattern, text)                               the role patterns' glob ([[alert]] rules)
 #pragma once
 
+#include <string>
+
 #include "base/status.h"
 #include "store/db.h"
 
 namespace tw::diagnose {
 
 Status RegisterSqlFunctions(store::Db& db);
+
+// A series' recent curve (its last 400 live points) as 40 block characters (tw_sparkline), for
+// messages; "" where the connection lacks tw_sparkline or the series has no points.
+std::string RecentSparkline(store::Db& db, int64_t series_id);
 
 }  // namespace tw::diagnose

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "base/json.h"
+#include "diagnose/sql_functions.h"
 
 namespace tw::notify {
 
@@ -167,16 +168,7 @@ Result<Notification> LoadNotification(store::Db& db, int64_t transition_id, cons
   q->Reset();
   // The recent curve, where the connection has tw_sparkline (the diagnosis thread's does); a
   // message without it is still worth sending.
-  if (series_id != 0) {
-    Result<store::Stmt> sp = db.Prepare(
-        "SELECT tw_sparkline(step, value, 40) FROM (SELECT step, value FROM scalars "
-        "WHERE series_id = ? AND superseded = 0 ORDER BY step DESC LIMIT 400)");
-    if (sp.ok()) {
-      sp->Bind(1, series_id);
-      Result<bool> r = sp->Step();
-      if (r.ok() && *r && !sp->IsNull(0)) n.sparkline = sp->Text(0);
-    }
-  }
+  if (series_id != 0) n.sparkline = diagnose::RecentSparkline(db, series_id);
   return n;
 }
 

@@ -118,8 +118,7 @@ Answer Runs(store::Db& db, const ApiContext& ctx) {
   });
   if (!st.ok()) return StoreError(st);
   // Each run's training loss as a sparkline, found as diagnosis finds it (its roles).
-  static const std::vector<diagnose::RolePattern> kDefaults = diagnose::EffectiveRolePatterns({});
-  Result<diagnose::RoleMap> roles = diagnose::AssignRoles(db, ctx.role_patterns ? *ctx.role_patterns : kDefaults);
+  Result<diagnose::RoleMap> roles = diagnose::AssignRoles(db, *ctx.role_patterns);
   if (!roles.ok()) return StoreError(roles.status());
   std::map<int64_t, int64_t> loss_series;
   for (const auto& a : roles->assignments)
@@ -272,9 +271,7 @@ Answer Run(store::Db& db, int64_t run_id, const ApiContext& ctx) {
   if (!series_read.ok()) return StoreError(series_read);
   Answer findings = Findings(db, "all", run_id);
   if (findings.status != 200) return findings;
-  static const std::vector<diagnose::RolePattern> kDefaults = diagnose::EffectiveRolePatterns({});
-  Result<std::vector<diagnose::RoleAssignment>> roles =
-      RunRoles(db, run_id, ctx.role_patterns ? *ctx.role_patterns : kDefaults);
+  Result<std::vector<diagnose::RoleAssignment>> roles = RunRoles(db, run_id, *ctx.role_patterns);
   if (!roles.ok()) return StoreError(roles.status());
   json::array& finding_list = findings.body.as_object()["findings"].as_array();
   Result<json::array> markers = RunMarkers(db, run_id, *roles, finding_list);

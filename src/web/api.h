@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "diagnose/roles.h"
 #include "store/db.h"
+#include "web/series_read.h"
 #include "web/target.h"
 
 namespace tw::web {
@@ -24,7 +25,8 @@ struct ApiContext {
   double live_window_seconds = 600;
   double refresh_seconds = 10;      // how often the runs page asks again (the daemon's rescan)
   std::string db_path;              // shown with the command that adds a silence
-  // Role patterns as the daemon's diagnosis uses them (EffectiveRolePatterns of its config).
+  // Role patterns as the daemon's diagnosis uses them (EffectiveRolePatterns of its config);
+  // never null (WebServer::Start fills in the built-in ones).
   const std::vector<diagnose::RolePattern>* role_patterns = nullptr;
 };
 
@@ -48,13 +50,6 @@ std::optional<int64_t> IntParam(const Target& t, const std::string& name, int64_
 
 Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id);
 
-// The first and last step of a series within [from, to], by the primary key (two lookups, no
-// scan); `any` false when it has no point there.
-struct StepRange {
-  int64_t lo = 0, hi = 0;
-  bool any = false;
-};
-Result<StepRange> Range(store::Db& db, int64_t series_id, int64_t from, int64_t to);
 
 // GET /api/silences (api_silences.cc): every silence, newest first.
 Answer AnswerSilences(store::Db& db, const ApiContext& ctx);

@@ -28,11 +28,6 @@ json::object Marker(const char* kind, int64_t step, const std::string& label, in
   return {{"kind", kind}, {"step", step}, {"label", label}, {"series_id", series_id}};
 }
 
-struct StepValue {
-  int64_t step = 0;
-  double value = 0;
-};
-
 // Where a series changes, found without reading it whole: a 2-million-step LR or epoch counter
 // is read at kSamples evenly spaced steps (index seeks), and each change seen between two
 // samples is pinned to its exact step by a binary search of seeks. Changes that come and go
@@ -42,13 +37,13 @@ class ChangeFinder {
  public:
   static constexpr int64_t kSamples = 1024;
 
-  ChangeFinder(store::Db& db, int64_t series_id) : db_(db), series_id_(series_id) {}
+  ChangeFinder(store::Db& db, int64_t series_id) : db_(db), series_id_(series_id), seek_(db, series_id, true) {}
 
   // The live finite points at up to kSamples steps (every point when the series is short).
-  Result<std::vector<StepValue>> Sample() {
+  Result<std::vector<Point>> Sample() {
     Result<StepRange> range = Range(db_, series_id_, INT64_MIN, INT64_MAX);
     if (!range.ok()) return range.status();
-    std::vector<StepValue> out;
+    std::vector<Point> out;
     if (!range->any) return out;
     const int64_t lo = range->lo, hi = range->hi;
     if (hi - lo <= kSamples) {
@@ -56,11 +51,11 @@ class ChangeFinder {
           "SELECT step, value FROM scalars WHERE series_id = ?1 AND superseded = 0 AND value_class = 0 ORDER BY step");
       if (!all.ok()) return all.status();
       all->Bind(1, series_id_);
-      TW_RETURN_IF_ERROR(all->EachRow([&] { out.push_back({all->Int(0), all->Real(1)}); }));
+      TW_RETURN_IF_ERROR(all->EachRow([&] { out.push_back(Point{all->Int(0), 0, all->Real(1)}); }));
       return out;
     }
     for (int64_t k = 0; k <= kSamples; ++k) {
-      Result<std::optional<StepValue>> p = At(lo + static_cast<int64_t>((hi - lo) * (static_cast<double>(k) / kSamples)));
+      Result<std::optional<Point>> p = seek_.At(lo + static_cast<int64_t>((hi - lo) * (static_cast<double>(k) / kSamples)));
       if (!p.ok()) return p.status();
       if (*p && (out.empty() || (*p)->step > out.back().step)) out.push_back(**p);
     }
@@ -68,12 +63,12 @@ class ChangeFinder {
   }
 
   // The first point after `a`, up to `b`, whose value `same` no longer finds equal to a's.
-  Result<StepValue> FirstChange(const StepValue& a, const StepValue& b, bool (*same)(double, double)) {
-    StepValue found = b;
+  Result<Point> FirstChange(const Point& a, const Point& b, bool (*same)(double, double)) {
+    Point found = b;
     int64_t lo = a.step + 1, hi = b.step - 1;
     while (lo <= hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      Result<std::optional<StepValue>> p = At(mid);
+      Result<std::optional<Point>> p = seek_.At(mid);
       if (!p.ok()) return p.status();
       if (!*p || (*p)->step >= b.step) {
         hi = mid - 1;  // nothing between mid and b: the change is before mid, or at b
@@ -88,26 +83,9 @@ class ChangeFinder {
   }
 
  private:
-  // The first live finite point at or after `step`.
-  Result<std::optional<StepValue>> At(int64_t step) {
-    if (!at_) {
-      Result<store::Stmt> s = db_.Prepare(
-          "SELECT step, value FROM scalars WHERE series_id = ?1 AND step >= ?2 AND superseded = 0 "
-          "AND value_class = 0 ORDER BY step LIMIT 1");
-      if (!s.ok()) return s.status();
-      at_.emplace(std::move(*s));
-    }
-    at_->Reset();
-    at_->Bind(1, series_id_).Bind(2, step);
-    Result<bool> row = at_->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return std::optional<StepValue>();
-    return std::optional<StepValue>(StepValue{at_->Int(0), at_->Real(1)});
-  }
-
   store::Db& db_;
   int64_t series_id_;
-  std::optional<store::Stmt> at_;
+  Seeker seek_;  // live finite points
 };
 
 bool SameEpoch(double a, double b) { return std::floor(a) == std::floor(b); }
@@ -115,12 +93,12 @@ bool SameValue(double a, double b) { return a == b; }
 
 Status EpochMarks(store::Db& db, const diagnose::RoleAssignment& a, json::array& out) {
   ChangeFinder finder(db, a.series_id);
-  Result<std::vector<StepValue>> pts = finder.Sample();
+  Result<std::vector<Point>> pts = finder.Sample();
   if (!pts.ok()) return pts.status();
   std::vector<json::object> marks;
   for (size_t i = 1; i < pts->size(); ++i) {
     if (SameEpoch((*pts)[i].value, (*pts)[i - 1].value)) continue;
-    Result<StepValue> at = finder.FirstChange((*pts)[i - 1], (*pts)[i], SameEpoch);
+    Result<Point> at = finder.FirstChange((*pts)[i - 1], (*pts)[i], SameEpoch);
     if (!at.ok()) return at.status();
     const auto epoch = static_cast<int64_t>(std::floor(at->value));
     marks.push_back(Marker("epoch", at->step, "epoch " + std::to_string(epoch), a.series_id));
@@ -134,7 +112,7 @@ Status LrMarks(store::Db& db, const diagnose::RoleAssignment& a, json::array& ou
   // A jump of kLrJump or more from a value that held still over the two points (samples)
   // before it.
   ChangeFinder finder(db, a.series_id);
-  Result<std::vector<StepValue>> pts = finder.Sample();
+  Result<std::vector<Point>> pts = finder.Sample();
   if (!pts.ok()) return pts.status();
   std::vector<json::object> marks;
   for (size_t i = 2; i < pts->size() && marks.size() <= kMaxLrMarks; ++i) {
@@ -142,7 +120,7 @@ Status LrMarks(store::Db& db, const diagnose::RoleAssignment& a, json::array& ou
     const double scale = std::max(std::abs(before), std::abs(after));
     const bool held = std::abs(before - earlier) <= kLrStill * std::max(std::abs(before), std::abs(earlier));
     if (!(scale > 0 && held && std::abs(after - before) >= kLrJump * scale)) continue;
-    Result<StepValue> at = finder.FirstChange((*pts)[i - 1], (*pts)[i], SameValue);
+    Result<Point> at = finder.FirstChange((*pts)[i - 1], (*pts)[i], SameValue);
     if (!at.ok()) return at.status();
     char label[96];
     std::snprintf(label, sizeof label, "LR %.3g \u2192 %.3g", before, at->value);
@@ -201,28 +179,18 @@ Result<json::array> RunMarkers(store::Db& db, int64_t run_id,
                                const std::vector<diagnose::RoleAssignment>& roles,
                                const json::array& findings) {
   json::array out;
-  // The first point that is not a number, per series of the run (a NaN loss is the mark most
-  // wanted; a NaN anywhere else is worth seeing too). The partial index of non-finite points
-  // (store version 14) makes it a lookup; SQLite's planner prefers the primary key without
-  // being told, and a store from before the index (read by `trainwatch web` without
-  // migrating) takes the scan.
-  const char* first_nonfinite =
-      "SELECT s.series_id, s.tag, (SELECT p.step FROM scalars p %s WHERE p.series_id = s.series_id "
-      "  AND p.superseded = 0 AND p.value_class <> 0 ORDER BY p.step LIMIT 1) "
-      "FROM series s WHERE s.run_id = ?1 AND s.kind = 'scalar'";
-  char sql[512];
-  std::snprintf(sql, sizeof sql, first_nonfinite, "INDEXED BY scalars_nonfinite");
-  Result<store::Stmt> nf = db.Prepare(sql);
-  if (!nf.ok()) {
-    std::snprintf(sql, sizeof sql, first_nonfinite, "");
-    nf = db.Prepare(sql);
-  }
-  if (!nf.ok()) return nf.status();
-  nf->Bind(1, run_id);
-  TW_RETURN_IF_ERROR(nf->EachRow([&] {
-    if (!nf->IsNull(2))
-      out.push_back(Marker("nonfinite", nf->Int(2), "first non-finite " + nf->Text(1), nf->Int(0)));
+  // The first point that is not a number, per scalar series of the run (a NaN loss is the mark
+  // most wanted; a NaN anywhere else is worth seeing too): a lookup each (series_read.h).
+  Result<store::Stmt> series = db.Prepare("SELECT series_id, tag FROM series WHERE run_id = ?1 AND kind = 'scalar'");
+  if (!series.ok()) return series.status();
+  series->Bind(1, run_id);
+  Status inner = Status::Ok();
+  TW_RETURN_IF_ERROR(series->EachRow([&] {
+    Result<std::optional<Point>> nf = FirstNonFinite(db, series->Int(0));
+    if (!nf.ok()) inner = nf.status();
+    else if (*nf) out.push_back(Marker("nonfinite", (*nf)->step, "first non-finite " + series->Text(1), series->Int(0)));
   }));
+  TW_RETURN_IF_ERROR(inner);
   // Restarts the ingester inferred (docs/format.md), one mark per step however many tags rewound
   // there: the points they superseded are drawn faded.
   Result<store::Stmt> rs = db.Prepare(

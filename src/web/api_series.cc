@@ -21,23 +21,6 @@ json::object PointJson(const Point& p, bool with_superseded) {
 }
 }  // namespace
 
-Result<StepRange> Range(store::Db& db, int64_t series_id, int64_t from, int64_t to) {
-  StepRange r;
-  // Two statements: SQLite answers a lone min() or max() from the index, both at once by a scan.
-  for (const char* agg : {"min", "max"}) {
-    Result<store::Stmt> s = db.Prepare(std::string("SELECT ") + agg +
-                                       "(step) FROM scalars WHERE series_id = ?1 AND step BETWEEN ?2 AND ?3");
-    if (!s.ok()) return s.status();
-    s->Bind(1, series_id).Bind(2, from).Bind(3, to);
-    Result<bool> row = s->Step();
-    if (!row.ok()) return row.status();
-    if (s->IsNull(0)) return r;
-    (agg[1] == 'i' ? r.lo : r.hi) = s->Int(0);
-    r.any = true;
-  }
-  return r;
-}
-
 Answer AnswerSeries(const Target& t, store::Db& db, int64_t series_id) {
   std::optional<Answer> bad;
   const auto width = IntParam(t, "width", 1, kMaxWidth, 1000, &bad);
@@ -114,35 +97,22 @@ Result<json::array> Sparkline(store::Db& db, int64_t series_id, int64_t width) {
     // A long series: the first point at each of 8 steps per bucket (index seeks, not a scan),
     // so the trend is there; its first non-finite point (the partial index) joins them so a
     // NaN still shows. A spike between samples is left to the run's page, which scans.
-    Result<store::Stmt> at = db.Prepare(
-        "SELECT step, value, value_class FROM scalars WHERE series_id = ?1 AND superseded = 0 AND step >= ?2 "
-        "ORDER BY step LIMIT 1");
-    if (!at.ok()) return at.status();
+    Seeker at(db, series_id, /*finite_only=*/false);
     std::vector<Point> samples;
     const int64_t n = 8 * width;
     for (int64_t k = 0; k <= n; ++k) {
-      const int64_t step = range->lo + static_cast<int64_t>((range->hi - range->lo) * (static_cast<double>(k) / n));
-      at->Reset();
-      at->Bind(1, series_id).Bind(2, step);
-      Result<bool> row = at->Step();
-      if (!row.ok()) return row.status();
-      if (*row && (samples.empty() || at->Int(0) > samples.back().step))
-        samples.push_back(Point{at->Int(0), 0, at->Real(1), static_cast<int>(at->Int(2)), false});
+      Result<std::optional<Point>> p =
+          at.At(range->lo + static_cast<int64_t>((range->hi - range->lo) * (static_cast<double>(k) / n)));
+      if (!p.ok()) return p.status();
+      if (*p && (samples.empty() || (*p)->step > samples.back().step)) samples.push_back(**p);
     }
-    Result<store::Stmt> nan = db.Prepare(
-        "SELECT step, value, value_class FROM scalars INDEXED BY scalars_nonfinite WHERE series_id = ?1 "
-        "AND superseded = 0 AND value_class <> 0 ORDER BY step LIMIT 1");
-    if (nan.ok()) {  // a store from before version 14 has no such index: samples only
-      nan->Bind(1, series_id);
-      Result<bool> row = nan->Step();
-      if (!row.ok()) return row.status();
-      if (*row) {
-        const Point p{nan->Int(0), 0, nan->Real(1), static_cast<int>(nan->Int(2)), false};
-        auto it = std::lower_bound(samples.begin(), samples.end(), p.step,
-                                   [](const Point& a, int64_t s) { return a.step < s; });
-        if (it != samples.end() && it->step == p.step) *it = p;
-        else samples.insert(it, p);
-      }
+    Result<std::optional<Point>> nan = FirstNonFinite(db, series_id);
+    if (!nan.ok()) return nan.status();
+    if (*nan) {
+      auto it = std::lower_bound(samples.begin(), samples.end(), (*nan)->step,
+                                 [](const Point& a, int64_t s) { return a.step < s; });
+      if (it != samples.end() && it->step == (*nan)->step) *it = **nan;
+      else samples.insert(it, **nan);
     }
     for (const Point& p : samples) m4.Add(p);
   }

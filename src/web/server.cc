@@ -65,7 +65,7 @@ Answer AnswerFromStore(const WebOptions& options, const Target& t, Clock::time_p
   ctx.live_window_seconds = options.live_window_seconds;
   ctx.refresh_seconds = options.refresh_seconds;
   ctx.db_path = options.db_path;
-  if (!options.role_patterns.empty()) ctx.role_patterns = &options.role_patterns;
+  ctx.role_patterns = &options.role_patterns;
   Answer a = AnswerApi(t, **db, ctx);
   sqlite3_progress_handler((*db)->raw(), 0, nullptr, nullptr);
   if (deadline.hit)
@@ -245,6 +245,7 @@ Status WebServer::Start(WebOptions options) {
 
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
+  if (impl->options.role_patterns.empty()) impl->options.role_patterns = diagnose::EffectiveRolePatterns({});
   const tcp::endpoint endpoint(ip, impl->options.port);
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);

@@ -130,6 +130,25 @@ class RealRunsFixture : public DiagnoseFixture {
   static std::vector<std::string> Alarms(const diagnose::Evaluation& ev, const std::string& run) {
     return DiagnoseFixture::Alarms(ev, run, /*containing=*/true);
   }
+  // `rule`'s findings on `run` about one series.
+  static std::vector<diagnose::Observation> On(const diagnose::Evaluation& ev, const std::string& rule,
+                                               const std::string& run, const std::string& series) {
+    std::vector<diagnose::Observation> out;
+    for (auto& o : Of(ev, rule, run))
+      if (o.series == series) out.push_back(o);
+    return out;
+  }
+  // How many series of the runs whose names contain `run` play `role`: a test that a rule stays
+  // quiet on a run must first know the rule could run there.
+  size_t RoleCount(const std::string& run, const std::string& role) {
+    Result<std::unique_ptr<diagnose::Engine>> e = diagnose::Engine::Open(Db(), {});
+    if (!e.ok()) return 0;
+    Result<diagnose::RoleMap> map = (*e)->Roles(nullptr);
+    if (!map.ok()) return 0;
+    size_t n = 0;
+    for (const auto& a : map->assignments) n += a.run.find(run) != std::string::npos && a.role == role;
+    return n;
+  }
 
   static std::string CpuRuns() { return TW_CPU_RUNS_DIR; }
   static std::string HeldOut() { return TW_HELDOUT_DIR; }

@@ -1,5 +1,7 @@
 #include "support/test_env.h"
 
+#include <unistd.h>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -73,6 +75,12 @@ std::string ShellQuote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+std::string ThisHost() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return host;
 }
 
 }  // namespace tw::testing

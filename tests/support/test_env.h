@@ -21,6 +21,8 @@ class TempDir {
 };
 
 std::string ReadFile(const std::string& path);
+// This machine's host name, as a writer puts it in an event file's name.
+std::string ThisHost();
 void WriteFile(const std::string& path, const std::string& bytes);
 void AppendFile(const std::string& path, const std::string& bytes);
 
