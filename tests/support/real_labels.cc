@@ -85,6 +85,8 @@ const std::vector<RuleFamily>& RuleFamilies() {
       {"val_gap", {"val_worse_from_start"}},  // issue 18 part 3
       {"loss_acc", {"loss_acc_disagree"}},    // issue 18 part 3
       {"mixed_precision", {"loss_scale_collapse"}},  // issue 18 part 3
+      {"activations", {"dead_relu", "activation_saturation", "attention_entropy_collapse"}},  // issue 18 part 3
+      {"quantization", {"qat_gap_widening", "ternary_weight_collapse"}},                      // issue 18 part 3
       {"grokking", {"grokking"}},                               // not in the issue's list
       {"weights", {"weight_norm_runaway", "update_ratio_off"}},  // not in the issue's list
   };
