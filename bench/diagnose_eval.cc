@@ -392,6 +392,8 @@ bool GenerateActivations(Gen& g, const std::string& k) {
         const double f = 1 / (1 + std::exp(-(static_cast<double>(s) - at) / (0.03 * L)));
         const double z = clamp01(z0 + (z1 - z0) * (i == sick || k == "ternary_ok" ? f : 0));
         const int n = 512, zeros = static_cast<int>(std::lround(z * n));
+        // The collapse's onset: the first histogram with 90 % of the layer at 0.
+        if (i == sick && z >= 0.9 && c.onset < 0) c.onset = s;
         std::vector<double> w;
         for (int j = 0; j < n; ++j) w.push_back(j < zeros ? 0.0 : (j % 2 ? a : -a));
         std::snprintf(buf, sizeof buf, st == "pytorch" ? "weights/ternary/layer%d" : st == "hf" ? "ternary_weights/fc%d"
@@ -399,7 +401,6 @@ bool GenerateActivations(Gen& g, const std::string& k) {
         c.roles.hists.push_back({buf, s, std::move(w)});
       }
     }
-    if (sick >= 0) c.onset = static_cast<int64_t>(at);
     c.extra += sick >= 0 ? ", a layer collapses to 0" : ", zero share drifts";
   } else {
     return false;
@@ -1040,11 +1041,6 @@ std::vector<KindSpec> Kinds() {
       {"loss_acc", "loss_acc_disagree", 16, kAllK},
       {"scale_halving", "loss_scale_collapse", 12, kAll},
       {"scale_below_one", "loss_scale_collapse", 8, kAll},
-      {"dead_relu", "dead_relu", 16, kAll},
-      {"saturation", "activation_saturation", 12, {"pytorch", "hf", "lightning"}},
-      {"attn_collapse", "attention_entropy_collapse", 16, kAll},
-      {"qat_gap", "qat_gap_widening", 12, kAll},
-      {"ternary_collapse", "ternary_weight_collapse", 12, kAll},
       {"healthy", "", 48, kAllK},
       {"s_curve", "", 16, kAllK},
       {"isolated_spikes", "", 20, kAllK},
@@ -1065,6 +1061,13 @@ std::vector<KindSpec> Kinds() {
       {"acc_tracks", "", 12, kAllK},
       {"acc_saturated", "", 8, kAllK},
       {"scale_ok", "", 12, kAll},
+      // Issue 18 part 3, activations and QAT: last, so that every earlier case keeps its serial
+      // number and with it its draw.
+      {"dead_relu", "dead_relu", 16, kAll},
+      {"saturation", "activation_saturation", 12, {"pytorch", "hf", "lightning"}},
+      {"attn_collapse", "attention_entropy_collapse", 16, kAll},
+      {"qat_gap", "qat_gap_widening", 12, kAll},
+      {"ternary_collapse", "ternary_weight_collapse", 12, kAll},
       {"relu_sparse_ok", "", 16, kAll},
       {"saturation_ok", "", 12, {"pytorch", "hf", "lightning"}},
       {"attn_sharpens", "", 16, kAll},

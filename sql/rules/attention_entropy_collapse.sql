@@ -23,7 +23,9 @@
 -- param min_points = 10: logged values of a series, at least
 -- param late_frac = 0.25: the share of the run, at its end, that is judged
 --
--- The start is the median of the first 5 % of a series' points (3 at least). A run that logs
+-- The start is the highest of the first 5 % of a series' points (3 at least): attention is near
+-- uniform at initialization and only sharpens from there, and a collapse without warmup can be
+-- over within those first points (their median would already be collapsed). A run that logs
 -- one entropy (the mean over heads, or over layers) collapses when that one does.
 WITH pts AS MATERIALIZED (
   SELECT series_id, tag, step, value,
@@ -32,7 +34,7 @@ WITH pts AS MATERIALIZED (
   FROM role_points WHERE run_id = :run_id AND role = 'attn_entropy' AND value_class = 0
 ), ends AS MATERIALIZED (
   SELECT series_id, tag, max(n) AS n, min(step) AS first_step, max(step) AS last_step,
-         json_extract(tw_ends(step, value, 3, 0.05), '$.start') AS start,
+         max(CASE WHEN i <= max(3, n * 0.05) THEN value END) AS start,
          json_extract(tw_ends(step, value, 1, 0.1), '$.end') AS latest,
          tw_median(CASE WHEN i > n * (1 - :late_frac) THEN value END) AS late
   FROM pts GROUP BY series_id
