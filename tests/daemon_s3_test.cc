@@ -354,6 +354,9 @@ TEST(DaemonS3, WrongCredentialsAreSaidAndTriedAgainUntilTheyWork) {
   auto status = QueryRows(dir / "daemon.db", "SELECT value FROM daemon_state WHERE key = 's3'");
   ASSERT_TRUE(status && status->size() == 1) << daemon.Log();
   EXPECT_NE((*status)[0].find("access denied"), std::string::npos) << (*status)[0];
+  std::string shown;
+  RunCommand(std::string(TW_CLI_BINARY) + " status --db " + ShellQuote(dir / "daemon.db"), &shown);
+  EXPECT_NE(shown.find("s3:          " + root + ": listing " + root + "/: access denied"), std::string::npos) << shown;
   EXPECT_EQ(QueryInt(dir / "daemon.db", "SELECT count(*) FROM scalars"), 0);
   // The right ones: the next poll reads the file again, and lists.
   WriteFile(creds, "[test]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n");

@@ -315,7 +315,10 @@ Status IngestWorker::Process(const WorkQueue::Item& item, const Place& place, bo
 Status IngestWorker::ProcessObject(ingest::RunState& run, const std::string& path,
                                    const ObjectRoots::Entry& entry, ingest::Totals* totals,
                                    bool* more) {
-  if (!s3_) s3_ = std::make_unique<objstore::S3Client>(objects_->settings());
+  if (!s3_) {
+    s3_ = std::make_unique<objstore::S3Client>(objects_->settings());
+    s3_->SetCancel(&stop_);  // a stop abandons a slow read (what was read is committed)
+  }
   objstore::ObjectSource bytes(*s3_, entry.bucket, entry.object);
   const ingest::SourceFacts facts{entry.object.size, 0, 0, entry.object.mtime, false};
   Status st = ingester_->IngestObject(run, path, bytes, facts, totals, [this](int64_t) { Beat(); }, more);

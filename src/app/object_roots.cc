@@ -45,7 +45,9 @@ void ObjectRoots::Start() {
     if (roots_.empty()) return;
     stop_ = false;
   }
+  cancel_ = false;
   client_ = std::make_unique<objstore::S3Client>(settings_);
+  client_->SetCancel(&cancel_);
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -54,6 +56,7 @@ void ObjectRoots::Stop() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
+  cancel_ = true;
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

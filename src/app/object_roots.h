@@ -8,6 +8,7 @@
 // Threads: the lister's own; Lookup, Invalidate, SetRoots and PollNow from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,7 @@ class ObjectRoots {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
+  std::atomic<bool> cancel_{false};  // set by Stop: a listing in flight is abandoned
   std::vector<std::string> roots_;
   std::set<std::string> seeded_;  // known paths not yet compared with a listing
   // Per root, its last successful listing (by path) and, when its last listing failed, why.

@@ -47,6 +47,11 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* cancel = static_cast<const std::atomic<bool>*>(user);
+  return cancel && cancel->load() ? 1 : 0;  // non-zero: CURLE_ABORTED_BY_CALLBACK
+}
+
 }  // namespace
 
 std::string HttpResponse::Header(const std::string& name) const {
@@ -86,6 +91,11 @@ Result<HttpResponse> Exchange(const HttpRequest& request) {
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &response);
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(request.max_body));
+  if (request.cancel) {
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(request.cancel));
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  }
   if (request.method == "GET") {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   } else if (request.method == "HEAD") {
@@ -99,6 +109,7 @@ Result<HttpResponse> Exchange(const HttpRequest& request) {
   if (sink.over || rc == CURLE_FILESIZE_EXCEEDED)
     return IoError(request.url + ": the answer is longer than " + std::to_string(request.max_body) +
                    " bytes; not read");
+  if (rc == CURLE_ABORTED_BY_CALLBACK) return IoError(request.url + ": abandoned (stopping)");
   if (rc != CURLE_OK)
     return IoError(request.url + ": " + (errbuf[0] ? std::string(errbuf) : curl_easy_strerror(rc)));
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);

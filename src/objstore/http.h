@@ -4,6 +4,7 @@
 // sending more than `max_body` is cut off and said so). Any thread; one call, one handle.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -20,6 +21,9 @@ struct HttpRequest {
   std::string body;
   double timeout_seconds = 30;
   size_t max_body = 16 << 20;
+  // Set (by another thread): the exchange is abandoned within about 100 ms (a stopping daemon
+  // does not wait out a slow server).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct HttpResponse {

@@ -5,17 +5,26 @@
 
 namespace tw::objstore {
 
+namespace {
+// ingest::kHeadBytes: how much of an object's start identifies it.
+constexpr size_t kHeadBytes = 64;
+}  // namespace
+
 Result<size_t> ObjectSource::ReadAt(char* dst, size_t n, uint64_t offset) {
   const auto size = static_cast<uint64_t>(object_.size);
   if (changed_ || offset >= size || n == 0) return size_t{0};
   n = static_cast<size_t>(std::min<uint64_t>(n, size - offset));
   const bool cached = offset >= block_from_ && offset + n <= block_from_ + block_.size();
   if (!cached) {
-    const size_t want = static_cast<size_t>(
-        std::min<uint64_t>(std::max(n, client_.settings().read_ahead_bytes), size - offset));
+    // A head (the tracker's first bytes of an object it knows) is fetched alone: the read goes
+    // on from the committed offset, far from it. Anything else reads ahead.
+    const bool head = offset == 0 && n <= kHeadBytes;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(
+        head ? n : std::max(n, client_.settings().read_ahead_bytes), size - offset));
     Result<S3Client::Range> got = client_.Get(bucket_, object_.key, offset, want);
     ++requests_;
     if (!got.ok()) {
+      if (client_.cancelled()) return size_t{0};  // stopping: the read ends, quietly, where it is
       failed_ = true;
       return got.status();
     }

@@ -1,7 +1,8 @@
 // An object of an object store as a reader's bytes (read::ByteSource): the version the listing
 // saw (its size and ETag), read by range GETs from the committed offset on, each at least
-// read_ahead_bytes long so that the reader's small reads (a head, a tail fingerprint, a record
-// header) do not each become a request. A GET answered by another version (the writer
+// read_ahead_bytes long so that the reader's small reads (a tail fingerprint, a record header)
+// do not each become a request; the head the tracker reads first (64 bytes at 0) is fetched
+// alone. A GET answered by another version (the writer
 // uploaded the object again meanwhile: a TF writer re-uploads at every flush) ends the read
 // there, quietly: what was read is committed, and the next listing shows the new version,
 // whose bytes before the offset the tracker checks (its tail CRC) before reading on.

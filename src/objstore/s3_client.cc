@@ -214,7 +214,12 @@ S3Client::S3Client(S3Settings settings, Getenv env)
   const size_t sep = endpoint.find("://");
   scheme_ = sep == std::string::npos ? "https" : endpoint.substr(0, sep);
   host_ = sep == std::string::npos ? endpoint : endpoint.substr(sep + 3);
-  sleep_ = [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); };
+  // In short slices, so that a cancel is seen soon.
+  sleep_ = [this](double s) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+    while (std::chrono::steady_clock::now() < until && !(cancel_ && cancel_->load()))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
 }
 
 Result<S3Client::Answer> S3Client::Send(const std::string& bucket, const std::string& key,
@@ -224,8 +229,8 @@ Result<S3Client::Answer> S3Client::Send(const std::string& bucket, const std::st
   std::string last;
   int attempt = 1;
   for (; attempt <= std::max(1, settings_.max_attempts); ++attempt) {
-    if (attempt > 1)
-      sleep_(std::min(10.0, settings_.backoff_seconds * std::pow(2.0, attempt - 2)));
+    if (attempt > 1) sleep_(std::min(10.0, settings_.backoff_seconds * std::pow(2.0, attempt - 2)));
+    if (cancel_ && cancel_->load()) return IoError(what + ": abandoned (stopping)");
     Result<Credentials> creds = credentials_.Get();
     if (!creds.ok()) return Status(creds.status().code(), what + ": " + creds.status().message());
     SignInput in;
@@ -249,6 +254,7 @@ Result<S3Client::Answer> S3Client::Send(const std::string& bucket, const std::st
     req.headers.push_back("Authorization: " + SignV4(in, *creds));
     req.timeout_seconds = settings_.timeout_seconds;
     req.max_body = max_body;
+    req.cancel = cancel_;
     Result<HttpResponse> r = Exchange(req);
     if (!r.ok()) {
       last = r.status().message();

@@ -8,6 +8,7 @@
 // chain is not locked): the lister and the writer each hold their own.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -84,6 +85,10 @@ class S3Client {
   const S3Settings& settings() const { return settings_; }
   // For tests: what to do instead of sleeping between retries.
   void SetSleep(std::function<void(double)> sleep) { sleep_ = std::move(sleep); }
+  // Set by another thread: requests in flight and waits between retries end within about
+  // 100 ms, with an error. Null: never. Set before use; it must outlive the client.
+  void SetCancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
+  bool cancelled() const { return cancel_ && cancel_->load(); }
 
  private:
   struct Answer;
@@ -95,6 +100,7 @@ class S3Client {
   S3Settings settings_;
   CredentialChain credentials_;
   std::function<void(double)> sleep_;
+  const std::atomic<bool>* cancel_ = nullptr;
   std::string scheme_, host_;  // of the endpoint
 };
 
