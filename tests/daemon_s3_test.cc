@@ -284,6 +284,15 @@ TEST(DaemonS3, AnObjectRewrittenWholeIsReadOnOrReadAgainAsANewGeneration) {
   const std::string oneshot = dir / "final.db";
   ASSERT_NO_FATAL_FAILURE(OneShot(local, oneshot));
   EXPECT_EQ(live, DumpLiveScalars(oneshot));
+
+  // Deleted: its source is gone, its points stay, as a deleted file's.
+  ASSERT_TRUE(s3.Delete("exp/run/" + fs::path(path).filename().native()));
+  ASSERT_TRUE(WaitFor([&] {
+    return QueryInt(dir / "daemon.db", "SELECT count(*) FROM run_events WHERE kind = 'file_gone'") == 1;
+  }, 20s)) << daemon.Log();
+  EXPECT_EQ(QueryInt(dir / "daemon.db", "SELECT count(*) FROM sources WHERE status = 'gone'"), 1);
+  EXPECT_EQ(DumpLiveScalars(dir / "daemon.db"), live);
+  EXPECT_EQ(QueryInt(dir / "daemon.db", "SELECT count(*) FROM ingest_errors"), 0);
 }
 
 TEST(DaemonS3, SlowDownAndDroppedConnectionsLoseAndDoubleNothing) {

@@ -25,6 +25,10 @@ Result<size_t> ObjectSource::ReadAt(char* dst, size_t n, uint64_t offset) {
     ++requests_;
     if (!got.ok()) {
       if (client_.cancelled()) return size_t{0};  // stopping: the read ends, quietly, where it is
+      if (got.status().code() == Code::kNotFound) {  // deleted since listed: the next listing says so
+        changed_ = true;
+        return size_t{0};
+      }
       failed_ = true;
       return got.status();
     }

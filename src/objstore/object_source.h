@@ -5,7 +5,8 @@
 // alone. A GET answered by another version (the writer
 // uploaded the object again meanwhile: a TF writer re-uploads at every flush) ends the read
 // there, quietly: what was read is committed, and the next listing shows the new version,
-// whose bytes before the offset the tracker checks (its tail CRC) before reading on.
+// whose bytes before the offset the tracker checks (its tail CRC) before reading on. So does
+// a GET that finds the object deleted (the next listing marks it gone).
 // The writer thread only.
 #pragma once
 

@@ -1,8 +1,11 @@
 #include "objstore/s3_client.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <thread>
 
