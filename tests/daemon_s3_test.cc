@@ -6,6 +6,7 @@
 // generation; 503 SlowDown answers and dropped connections lose and double nothing (through
 // tests/support/fault_proxy.h); wrong credentials are said, and retried until they work.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "support/daemon_process.h"
 #include "support/event_writer.h"
 #include "support/fault_proxy.h"
+#include "support/http_server.h"
 #include "support/s3_server.h"
 #include "support/store_dump.h"
 #include "support/test_env.h"
@@ -115,11 +117,12 @@ std::string EventPath(const std::string& dir, int counter) {
 // The config of a daemon on `root` through `endpoint`, polled every 0.2 s, with credentials
 // from `credentials_file` (profile "test") or, when empty, the environment.
 std::string WriteConfig(const TempDir& dir, const std::string& root, const std::string& endpoint,
-                        const std::string& credentials_file = "") {
+                        const std::string& credentials_file = "", int timeout_seconds = 5) {
   const std::string path = dir / "trainwatch.toml";
   WriteFile(path, "[store]\npath = \"" + dir / "daemon.db" + "\"\n[watch]\nroots = [\"" + root +
                       "\"]\nrescan_interval_seconds = 30\n[s3]\nendpoint = \"" + endpoint +
-                      "\"\npath_style = true\npoll_interval_seconds = 0.2\ntimeout_seconds = 5\n"
+                      "\"\npath_style = true\npoll_interval_seconds = 0.2\ntimeout_seconds = " +
+                      std::to_string(timeout_seconds) + "\n"
                       "instance_metadata = \"\"\n" +
                       (credentials_file.empty() ? "" : "profile = \"test\"\ncredentials_file = \"" +
                                                            credentials_file + "\"\n") +
@@ -373,6 +376,52 @@ TEST(DaemonS3, WrongCredentialsAreSaidAndTriedAgainUntilTheyWork) {
       << daemon.Log();
   EXPECT_TRUE(daemon.WaitForLog("listing works again", 5s)) << daemon.Log();
   ASSERT_TRUE(daemon.process().alive());
+}
+
+TEST(DaemonS3, KillNineMidObjectThenARestartLosesAndDoublesNothing) {
+  REQUIRE_NODE();
+  TempDir dir;
+  S3Server s3;
+  const std::string local = dir / "logs", root = "s3://logs/exp";
+  Mirror mirror(s3, local, "exp");
+  std::mt19937 rng(11);
+  EventFileWriter w(EventPath(local + "/run", 0));
+  w.Add(FileVersionEvent(kWall0));
+  AddSteps(w, 0, 20000, rng);
+  w.Flush();
+  mirror.Upload(w.path());
+  // Small commits and turns, so that the kill lands inside the object.
+  const std::string cfg = WriteConfig(dir, root, s3.endpoint());
+  AppendFile(cfg, "[ingest]\nbatch_points = 200\nmax_bytes_per_turn = 4096\n");
+  {
+    DaemonProcess first({"--config", cfg}, dir / "daemon.log", Env(dir));
+    ASSERT_TRUE(WaitFor([&] { return QueryInt(dir / "daemon.db", "SELECT count(*) FROM scalars") > 2000; }, 20s))
+        << first.Log();
+    first.KillAndReap();
+  }
+  const int64_t before = QueryInt(dir / "daemon.db", "SELECT count(*) FROM scalars");
+  ASSERT_LT(before, 40000) << "read whole before the kill: nothing tested";
+  DaemonProcess again({"--config", cfg}, dir / "daemon2.log", Env(dir));
+  ASSERT_NO_FATAL_FAILURE(ExpectConverges(dir, local, root, again, 60s));
+  EXPECT_EQ(QueryInt(dir / "daemon.db", "SELECT count(*) FROM scalars"), 40000);
+}
+
+TEST(DaemonS3, AServerThatNeverAnswersDoesNotHoldUpAStop) {
+  HttpServer silent;
+  Reply never;
+  never.delay_seconds = 120;
+  silent.SetDefault(never);
+  TempDir dir;
+  // A minute per request: only abandoning it lets the daemon stop in time.
+  const std::string cfg =
+      WriteConfig(dir, "s3://logs/exp", "http://127.0.0.1:" + std::to_string(silent.port()), "", 60);
+  DaemonProcess daemon({"--config", cfg}, dir / "daemon.log", Env(dir));
+  ASSERT_TRUE(silent.WaitForRequests(1, 20)) << daemon.Log();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::optional<int> status = daemon.Stop(4s);
+  ASSERT_TRUE(status.has_value()) << "no exit within 4 s of SIGTERM while a listing waits" << daemon.Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status << daemon.Log();
 }
 
 }  // namespace
