@@ -776,5 +776,67 @@ TEST_F(Config, ProfilesDirLoadsAndABrokenProfileIsAnError) {
       << st.message();
 }
 
+TEST_F(Config, ObjectStoreRootsAndTheS3Section) {
+  Result<app::Config> c = Load(R"([store]
+path = "tw.db"
+[watch]
+roots = ["logs", "s3://ml-logs/team-a/", "s3://ml-logs"]
+[s3]
+endpoint = "http://127.0.0.1:9000"
+region = "eu-west-1"
+path_style = true
+poll_interval_seconds = 5
+profile = "training"
+credentials_file = "/etc/trainwatch/aws-credentials"
+instance_metadata = ""
+timeout_seconds = 10
+max_attempts = 3
+read_ahead_bytes = 65536
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->roots, (std::vector<std::string>{dir_ / "logs", "s3://ml-logs/team-a/", "s3://ml-logs"}));
+  EXPECT_EQ(c->s3.endpoint, "http://127.0.0.1:9000");
+  EXPECT_EQ(c->s3.region, "eu-west-1");
+  EXPECT_TRUE(c->s3.path_style);
+  EXPECT_EQ(c->s3_poll_ms, 5000);
+  EXPECT_EQ(c->s3.credentials.profile, "training");
+  EXPECT_EQ(c->s3.credentials.credentials_file, "/etc/trainwatch/aws-credentials");
+  EXPECT_EQ(c->s3.credentials.imds_endpoint, "");
+  EXPECT_EQ(c->s3.timeout_seconds, 10);
+  EXPECT_EQ(c->s3.max_attempts, 3);
+  EXPECT_EQ(c->s3.read_ahead_bytes, 65536u);
+  // Validate leaves an object-store root as it is (nothing local to check), in one form.
+  ASSERT_TRUE(app::Validate(&*c).ok());
+  EXPECT_EQ(c->roots, (std::vector<std::string>{fs::canonical(dir_ / "logs").native(), "s3://ml-logs/team-a",
+                                                "s3://ml-logs"}));
+  // The defaults.
+  app::Config defaults;
+  EXPECT_EQ(defaults.s3_poll_ms, 30000);
+  EXPECT_EQ(defaults.s3.endpoint, "");
+  EXPECT_EQ(defaults.s3.credentials.imds_endpoint, "http://169.254.169.254");
+}
+
+TEST_F(Config, ObjectStoreMistakesNameFileAndLine) {
+  const std::string head = "[store]\npath = \"tw.db\"\n[watch]\nroots = [\"logs\"]\n[s3]\n";
+  EXPECT_EQ(LoadError(head + "endpoint = \"s3.amazonaws.com\"\n"),
+            path_ + ":6: [s3] endpoint must start with http:// or https://");
+  EXPECT_EQ(LoadError(head + "poll_interval_seconds = 0\n"),
+            path_ + ":6: [s3] poll_interval_seconds must be between 0.05 and 86400");
+  EXPECT_EQ(LoadError(head + "max_attempts = 0\n"), path_ + ":6: [s3] max_attempts must be between 1 and 20");
+  EXPECT_EQ(LoadError(head + "read_ahead_bytes = 10\n"),
+            path_ + ":6: [s3] read_ahead_bytes must be between 4096 and 268435456");
+  EXPECT_NE(LoadError(head + "bucket = \"x\"\n").find("unknown key 'bucket' in [s3]"), std::string::npos);
+  EXPECT_NE(LoadError(head + "path_style = \"yes\"\n").find("[s3] path_style must be true or false"),
+            std::string::npos);
+  Result<app::Config> c = Load("[store]\npath = \"tw.db\"\n[watch]\nroots = [\"s3://My_Bucket/x\"]\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Status st = app::Validate(&*c);
+  EXPECT_EQ(st.message(), path_ + ": root 's3://My_Bucket/x': a bucket name has only lower-case letters, digits, "
+                                  "'-' and '.'");
+  c = Load("[store]\npath = \"tw.db\"\n[watch]\nroots = [\"s3://bucket/a/../b\"]\n");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(app::Validate(&*c).message(), path_ + ": root 's3://bucket/a/../b': the prefix has a '..' segment");
+}
+
 }  // namespace
 }  // namespace tw

@@ -6,6 +6,7 @@
 // shapes no file there shows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -127,6 +128,43 @@ TEST_F(RealWorldTest, InitialLossHighNeedsKFromTheHparams) {
   EXPECT_EQ(Of(ev, "initial_loss_high", "small_k").size(), 1u);
   for (const char* run : {"no_k", "ctc", "mse_tag", "climbs", "largest_k"})
     for (const auto& o : Of(ev, "initial_loss_high", run)) ADD_FAILURE() << run << ": " << o.message;
+}
+
+// Generated: ternary weights whose non-zero values drift to one sign (the latent weights pulled
+// together by inputs never centred): the layer starts balanced (a third each at -a, 0, +a) and
+// from half the run on has 2 % of its non-zero weights negative. A balanced twin, and a layer that was one-signed
+// from its first histogram (not a collapse: nothing changed), are quiet.
+TEST_F(RealWorldTest, TernaryWeightsThatDriftToOneSign) {
+  // TensorFlow's default bucket limits, as torch's add_histogram writes them.
+  std::vector<double> pos;
+  for (double v = 1e-12; v < 1e20; v *= 1.1) pos.push_back(v);
+  std::vector<double> limits;
+  for (auto it = pos.rbegin(); it != pos.rend(); ++it) limits.push_back(-*it);
+  limits.push_back(0);
+  limits.insert(limits.end(), pos.begin(), pos.end());
+  // 300 weights: `zero` of them at 0, the rest at +-0.05, `neg` of those negative.
+  auto ternary = [](int zero, int neg) {
+    std::vector<double> w(300, 0.0);
+    for (int i = zero; i < 300; ++i) w[static_cast<size_t>(i)] = i - zero < neg ? -0.05 : 0.05;
+    return w;
+  };
+  auto hists = [&](const std::function<int(int64_t)>& neg) {
+    std::vector<std::string> evs;
+    for (int64_t step = 0; step < 400; step += 20)
+      evs.push_back(testing::HistogramEvent("weights/ternary/layer1", step, kT0 + step, ternary(100, neg(step)), limits));
+    return evs;
+  };
+  const Curve loss = [this](int64_t t) { return (0.3 + 2.0 * std::pow(1 + t / 100.0, -0.7)) * Noise(0.03); };
+  WriteRun("drifts", 400, {{"loss", loss, 10}}, hists([](int64_t s) { return std::max(4, static_cast<int>(100 - 96 * s / 200)); }));
+  WriteRun("balanced", 400, {{"loss", loss, 10}}, hists([](int64_t) { return 100; }));
+  WriteRun("one_sign_from_the_start", 400, {{"loss", loss, 10}}, hists([](int64_t) { return 3; }));
+  Evaluation ev = Evaluate();
+  auto drift = Of(ev, "ternary_weight_collapse", "drifts");
+  ASSERT_EQ(drift.size(), 1u);
+  EXPECT_EQ(drift[0].series, "weights/ternary/layer1");
+  EXPECT_EQ(drift[0].message.find("collapsed to zero"), std::string::npos) << drift[0].message;
+  for (const char* run : {"balanced", "one_sign_from_the_start"})
+    for (const auto& o : Of(ev, "ternary_weight_collapse", run)) ADD_FAILURE() << run << ": " << o.message;
 }
 
 // --- 2. Non-finite from the first point ------------------------------------------------------

@@ -120,6 +120,7 @@ class Section {
 };
 
 std::string Resolve(const fs::path& base, const std::string& p) {
+  if (objstore::IsS3Url(p)) return p;  // an object-store root: no file system path
   fs::path path(p);
   return (path.is_absolute() ? path : base / path).lexically_normal().native();
 }
@@ -233,6 +234,51 @@ Status LoadLifecycleSection(const std::string& path, const toml::table& root, Co
     return InvalidArgument(Where(path, l.node("announce_within_hours")->source()) +
                            "[lifecycle] announce_within_hours must be between 0 and 720");
   o.announce_within_seconds = hours * 3600;
+  return Status::Ok();
+}
+
+// [s3]: how s3:// roots are reached (docs/sources.md "Object-store logdirs").
+Status LoadS3Section(const std::string& path, const toml::table& root, Config* c) {
+  const toml::node* n = root.get("s3");
+  if (!n) return Status::Ok();
+  if (!n->is_table()) return InvalidArgument(Where(path, n->source()) + "'s3' must be a table");
+  Section t(path, "s3", *n->as_table());
+  TW_RETURN_IF_ERROR(t.CheckKeys({"endpoint", "region", "path_style", "poll_interval_seconds", "profile",
+                                  "credentials_file", "instance_metadata", "timeout_seconds", "max_attempts",
+                                  "read_ahead_bytes"}));
+  objstore::S3Settings& s = c->s3;
+  TW_RETURN_IF_ERROR(t.Get("endpoint", "a string (a URL: https://s3.eu-west-1.amazonaws.com)", &s.endpoint));
+  if (!s.endpoint.empty() && !s.endpoint.starts_with("http://") && !s.endpoint.starts_with("https://"))
+    return InvalidArgument(Where(path, t.node("endpoint")->source()) +
+                           "[s3] endpoint must start with http:// or https://");
+  TW_RETURN_IF_ERROR(t.Get("region", "a string (us-east-1)", &s.region));
+  if (s.region.empty() || s.region.find_first_of("/ \n") != std::string::npos)
+    return InvalidArgument(Where(path, t.node("region")->source()) + "[s3] region must be a region name");
+  TW_RETURN_IF_ERROR(t.Get("path_style", "true or false", &s.path_style));
+  TW_RETURN_IF_ERROR(t.Get("profile", "a string (a profile of the credentials file)", &s.credentials.profile));
+  TW_RETURN_IF_ERROR(t.Get("credentials_file", "a string (a file path)", &s.credentials.credentials_file));
+  TW_RETURN_IF_ERROR(t.Get("instance_metadata", "a string (a URL, or \"\" for none)", &s.credentials.imds_endpoint));
+  double poll = c->s3_poll_ms / 1000.0;
+  TW_RETURN_IF_ERROR(t.Get("poll_interval_seconds", "a number of seconds", &poll));
+  if (poll < 0.05 || poll > 86400)
+    return InvalidArgument(Where(path, t.node("poll_interval_seconds")->source()) +
+                           "[s3] poll_interval_seconds must be between 0.05 and 86400");
+  c->s3_poll_ms = static_cast<int64_t>(poll * 1000);
+  TW_RETURN_IF_ERROR(t.Get("timeout_seconds", "a number of seconds", &s.timeout_seconds));
+  if (s.timeout_seconds < 0.1 || s.timeout_seconds > 3600)
+    return InvalidArgument(Where(path, t.node("timeout_seconds")->source()) +
+                           "[s3] timeout_seconds must be between 0.1 and 3600");
+  int64_t attempts = s.max_attempts;
+  TW_RETURN_IF_ERROR(t.Get("max_attempts", "a positive integer", &attempts));
+  if (attempts < 1 || attempts > 20)
+    return InvalidArgument(Where(path, t.node("max_attempts")->source()) + "[s3] max_attempts must be between 1 and 20");
+  s.max_attempts = static_cast<int>(attempts);
+  int64_t ahead = static_cast<int64_t>(s.read_ahead_bytes);
+  TW_RETURN_IF_ERROR(t.Get("read_ahead_bytes", "a positive integer", &ahead));
+  if (ahead < 4096 || ahead > (int64_t{256} << 20))
+    return InvalidArgument(Where(path, t.node("read_ahead_bytes")->source()) +
+                           "[s3] read_ahead_bytes must be between 4096 and 268435456");
+  s.read_ahead_bytes = static_cast<size_t>(ahead);
   return Status::Ok();
 }
 
@@ -772,7 +818,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   };
   Section top(path, "top level", root);
   TW_RETURN_IF_ERROR(
-      top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web", "alert", "lifecycle"}));
+      top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web", "alert", "lifecycle", "s3"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -826,6 +872,7 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   TW_RETURN_IF_ERROR(LoadRulesSection(path, base, root, &c));
   TW_RETURN_IF_ERROR(LoadAlertSection(path, root, &c));
   TW_RETURN_IF_ERROR(LoadLifecycleSection(path, root, &c));
+  TW_RETURN_IF_ERROR(LoadS3Section(path, root, &c));
   TW_RETURN_IF_ERROR(LoadNotifySection(path, base, root, &c));
   Result<const toml::table*> webt = table("web");
   if (!webt.ok()) return webt.status();
@@ -956,6 +1003,12 @@ Status Validate(Config* c) {
     return InvalidArgument(c->origin + ": no roots to watch (set [watch] roots, or --logdir DIR, or "
                            "[[console]] globs)");
   for (auto& r : c->roots) {
+    if (objstore::IsS3Url(r)) {  // listed by the daemon; what is wrong with it is said there
+      Result<objstore::S3Location> loc = objstore::ParseS3Url(r);
+      if (!loc.ok()) return InvalidArgument(c->origin + ": root " + loc.status().message());
+      r = "s3://" + loc->bucket + (loc->prefix.empty() ? "" : "/" + loc->prefix.substr(0, loc->prefix.size() - 1));
+      continue;
+    }
     std::error_code ec;
     if (!fs::is_directory(r, ec))
       return InvalidArgument(c->origin + ": root '" + r + "' is not a directory");

@@ -16,6 +16,7 @@
 #include "diagnose/engine.h"
 #include "diagnose/lifecycle.h"
 #include "notify/channel.h"
+#include "objstore/s3_client.h"
 
 namespace tw::app {
 
@@ -43,6 +44,9 @@ struct Config {
   std::string db_path;                  // the store
   bool store_group_readable = false;    // a new store is created 0640 instead of 0600
   int64_t rescan_interval_ms = 30000;   // the periodic rescan, the source of truth
+  // s3:// roots ([s3]): how the store is reached, and how often each root is listed.
+  objstore::S3Settings s3;
+  int64_t s3_poll_ms = 30000;
   bool inotify = true;                  // off for NFS/CIFS/sshfs, where no events arrive
   // Read event files whose real path is outside their root (a symlink out of it). Off: anyone
   // who can write a logdir could have the daemon read any file it can.

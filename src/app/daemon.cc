@@ -18,6 +18,7 @@
 #include "app/instance_lock.h"
 #include "app/notify_worker.h"
 #include "app/ingest_worker.h"
+#include "app/object_roots.h"
 #include "app/sd_notify.h"
 #include "app/work_queue.h"
 #include "base/log.h"
@@ -42,7 +43,8 @@ Result<Config> BuildConfig(const DaemonArgs& args) {
     c.origin = "command line";
     c.db_path = DefaultDbPath();
   }
-  for (const auto& d : args.logdirs) c.roots.push_back(fs::absolute(d).lexically_normal().native());
+  for (const auto& d : args.logdirs)
+    c.roots.push_back(objstore::IsS3Url(d) ? d : fs::absolute(d).lexically_normal().native());
   if (!args.db_path.empty()) c.db_path = fs::absolute(args.db_path).native();
   if (args.rescan_seconds) {
     if (*args.rescan_seconds < 0.05 || *args.rescan_seconds > 86400)
@@ -102,7 +104,10 @@ class Daemon {
         notifier_(Notifier::FromEnvironment()),
         worker_(std::move(store), queue_, IngestOptions(cfg_)),
         diagnoser_(cfg_.db_path),
-        notifier_thread_(cfg_.db_path) {
+        notifier_thread_(cfg_.db_path),
+        objects_(cfg_.s3, cfg_.s3_poll_ms, queue_,
+                 [this](const std::string& k, const std::string& v) { worker_.SetState(k, v); }) {
+    worker_.SetObjectRoots(&objects_);
     diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
     worker_.SetOnCommitted([this](int64_t run, bool live) { diagnoser_.RunsCommitted(run, live); });
     worker_.SetOnLiveNonFinite([this](int64_t run) { diagnoser_.PreemptHistory(run); });
@@ -135,11 +140,15 @@ class Daemon {
     worker_.SetState("phase", "starting");
     // Files the store knows that the first walk does not find were deleted (or moved) while
     // we were stopped: seeded into the last snapshot, the first diff reports them gone.
-    for (const auto& p : worker_.ActiveSourcePaths())
-      snapshot_.files.emplace(p, watch::FileStat{-1, 0, 0, 0});
+    // (Objects: the lister compares them with its first listing of their root.)
+    const std::vector<std::string> known = worker_.ActiveSourcePaths();
+    for (const auto& p : known)
+      if (!objstore::IsS3Url(p)) snapshot_.files.emplace(p, watch::FileStat{-1, 0, 0, 0});
+    objects_.SetRoots(cfg_.roots, known);
     writer_ = std::thread([this] { worker_.Run(); });
     diagnoser_.Start();
     notifier_thread_.Start();
+    objects_.Start();
     StartWeb();
 
     if (cfg_.inotify) StartInotify();
@@ -154,6 +163,7 @@ class Daemon {
     // Stopped: let the writer finish its current commit, then leave. (A message being sent
     // finishes first; one still queued is sent after the restart.)
     web_.Stop();
+    objects_.Stop();
     diagnoser_.Stop();
     notifier_thread_.Stop();
     worker_.RequestStop();
@@ -216,7 +226,8 @@ class Daemon {
       watcher_.reset();
       return;
     }
-    for (const auto& root : cfg_.roots) watcher_->AddTree(root);
+    for (const auto& root : cfg_.roots)
+      if (!objstore::IsS3Url(root)) watcher_->AddTree(root);
     log::Info("inotify: watching " + std::to_string(watcher_->watch_count()) + " directories");
   }
 
@@ -428,6 +439,8 @@ class Daemon {
     cfg_ = std::move(applied);
     log::SetVerbose(cfg_.verbose);
     worker_.SetRoots(cfg_.roots);
+    objects_.SetRoots(cfg_.roots);
+    objects_.Start();  // when the first s3:// root came with this reload ([s3] itself takes a restart)
     worker_.SetConsole(cfg_.console, cfg_.profiles);  // the profiles are read again at each reload
     if (console_changed)
       log::Info("reload: console logs now " +
@@ -435,14 +448,14 @@ class Daemon {
     for (const auto& r : before)
       if (!after.count(r)) {
         log::Info("reload: no longer watching " + r + " (its data stays in the store)");
-        if (watcher_) watcher_->RemoveTree(r);
+        if (watcher_ && !objstore::IsS3Url(r)) watcher_->RemoveTree(r);
       }
     if (cfg_.inotify && !inotify_was) StartInotify();
     if (!cfg_.inotify && inotify_was) watcher_.reset();
     for (const auto& r : after)
       if (!before.count(r)) {
         log::Info("reload: now watching " + r);
-        if (watcher_) watcher_->AddTree(r);
+        if (watcher_ && !objstore::IsS3Url(r)) watcher_->AddTree(r);
       }
     log::Info("reload: configuration from " + cfg_.origin + " applied");
     rescan_timer_.cancel();
@@ -461,6 +474,7 @@ class Daemon {
   DiagnoseWorker diagnoser_;  // its own thread: rules, findings
   NotifyWorker notifier_thread_;  // its own thread: the outbox's deliveries
   web::WebServer web_;            // its own threads: the read-only web view
+  ObjectRoots objects_;           // its own thread: s3:// roots' listings
   std::thread writer_;
   std::unique_ptr<watch::InotifyWatcher> watcher_;
   watch::Snapshot snapshot_;

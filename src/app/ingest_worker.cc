@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "objstore/object_source.h"
 #include "base/source_names.h"
 #include "ingest/runs.h"
 
@@ -260,8 +261,16 @@ Status IngestWorker::Process(const WorkQueue::Item& item, const Place& place, bo
   const std::string& path = item.path;
   const std::string& root = place.root;
   if (root.empty()) return Status::Ok();  // its root (or console glob) was removed from the config
+  const bool object = objstore::IsS3Url(path);
+  ObjectRoots::Entry entry;
+  if (object) {
+    if (!objects_) return Status::Ok();
+    entry = objects_->Lookup(path);
+    if (entry.state == ObjectRoots::Entry::kAbsent) return MarkGone(path);
+    if (entry.state == ObjectRoots::Entry::kUnknown) return Status::Ok();  // posted again once listed
+  }
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
+  if (!object && ::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return MarkGone(path);
     log::Warning("cannot stat " + path + ": " + std::strerror(errno));
     return Status::Ok();
@@ -274,8 +283,12 @@ Status IngestWorker::Process(const WorkQueue::Item& item, const Place& place, bo
   if (!run) return error;
   ingest::Totals totals;
   // Every commit shows life: a long turn is not a hang.
-  TW_RETURN_IF_ERROR(
-      ingester_->IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
+  if (object) {
+    TW_RETURN_IF_ERROR(ProcessObject(*run, path, entry, &totals, more));
+  } else {
+    TW_RETURN_IF_ERROR(
+        ingester_->IngestFile(*run, path, &totals, [this](int64_t) { Beat(); }, more));
+  }
   if (totals.files_read > 0 || totals.errors > 0) StoreWorked();  // it committed
   // Committed something diagnosis can see: new bytes read (points, or records that were not),
   // or damage recorded.
@@ -297,6 +310,22 @@ Status IngestWorker::Process(const WorkQueue::Item& item, const Place& place, bo
   if (totals.restarts > 0)
     log::Notice(path + ": the writer restarted from a checkpoint; earlier points superseded");
   return Status::Ok();
+}
+
+Status IngestWorker::ProcessObject(ingest::RunState& run, const std::string& path,
+                                   const ObjectRoots::Entry& entry, ingest::Totals* totals,
+                                   bool* more) {
+  if (!s3_) {
+    s3_ = std::make_unique<objstore::S3Client>(objects_->settings());
+    s3_->SetCancel(&stop_);  // a stop abandons a slow read (what was read is committed)
+  }
+  objstore::ObjectSource bytes(*s3_, entry.bucket, entry.object);
+  const ingest::SourceFacts facts{entry.object.size, 0, 0, entry.object.mtime, false};
+  Status st = ingester_->IngestObject(run, path, bytes, facts, totals, [this](int64_t) { Beat(); }, more);
+  // A read the store kept refusing (its errors are in ingest_errors): the listing posts the
+  // object again even if it does not change, and the read goes on from the committed offset.
+  if (bytes.failed()) objects_->Invalidate(path);
+  return st;
 }
 
 }  // namespace tw::app

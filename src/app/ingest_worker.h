@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/config.h"
+#include "app/object_roots.h"
 #include "app/work_queue.h"
 #include "ingest/file_ingester.h"
 #include "store/store.h"
@@ -59,6 +60,10 @@ class IngestWorker {
   // diagnosis. Set before Run().
   void SetOnLiveNonFinite(std::function<void(int64_t run)> f) { on_live_non_finite_ = std::move(f); }
 
+  // Where s3:// paths are looked up (what the last listing said of each object) and read
+  // from. Set before Run(); null: no object-store roots.
+  void SetObjectRoots(ObjectRoots* objects) { objects_ = objects; }
+
   // Thread-safe counters, for STATUS= and logs.
   struct Counters {
     std::atomic<int64_t> files_read{0}, points{0}, errors{0}, bytes{0};
@@ -81,6 +86,11 @@ class IngestWorker {
   // with them (every turn ended committed, so it resumes each file from the store alone).
   void TakeConsoleSettings();
   Status Process(const WorkQueue::Item& item, const Place& place, bool* more);
+  // Reads the object at an s3:// path, the version the last listing saw.
+  Status ProcessObject(ingest::RunState& run, const std::string& path,
+                       const ObjectRoots::Entry& entry, ingest::Totals* totals, bool* more);
+  ObjectRoots* objects_ = nullptr;
+  std::unique_ptr<objstore::S3Client> s3_;  // the writer's own (its reads)
   std::function<void(int64_t run, bool live)> on_committed_;
   std::function<void(int64_t run)> on_live_non_finite_;
   // Store failures are logged once per condition: when one starts, when it changes, and

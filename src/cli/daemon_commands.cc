@@ -15,6 +15,7 @@
 #include "notify/outbox.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "objstore/s3_client.h"
 #include "cli/format.h"
 #include "store/store.h"
 
@@ -105,12 +106,17 @@ Result<StatusReport> Collect(store::Db& db) {
                           }));
   TW_RETURN_IF_ERROR(each("SELECT status, count(*) FROM sources GROUP BY status",
                           [&](store::Stmt& s) { r.sources_by_status[s.Text(0)] = s.Int(1); }));
-  // Lag: what the files hold now beyond what is committed. One stat per active file.
-  TW_RETURN_IF_ERROR(each("SELECT path, committed_offset FROM sources WHERE status = 'active'",
+  // Lag: what the files hold now beyond what is committed. One stat per active file; an
+  // object of an s3:// root counts the size its last read saw (no request from here).
+  TW_RETURN_IF_ERROR(each("SELECT path, committed_offset, size_seen FROM sources WHERE status = 'active'",
                           [&](store::Stmt& s) {
+                            const std::string path = s.Text(0);
                             struct stat st;
-                            if (::stat(s.Text(0).c_str(), &st) != 0) return;
-                            const int64_t behind = st.st_size - s.Int(1);
+                            int64_t size = 0;
+                            if (objstore::IsS3Url(path)) size = s.Int(2);
+                            else if (::stat(path.c_str(), &st) == 0) size = st.st_size;
+                            else return;
+                            const int64_t behind = size - s.Int(1);
                             if (behind > 0) {
                               r.lag_bytes += behind;
                               r.lag_files++;
@@ -201,6 +207,11 @@ int CmdStatus(const Args& args) {
     std::string dir;
     for (bool first = true; std::getline(unreadable, dir); first = false)
       std::cout << (first ? "" : ",") << JsonQuote(dir);
+    std::cout << "],\"s3_failing\":[";
+    std::istringstream s3(state("s3"));
+    std::string failing;
+    for (bool first = true; std::getline(s3, failing); first = false)
+      std::cout << (first ? "" : ",") << JsonQuote(failing);
     std::cout << "],\"alerts_unmatched\":[";
     std::istringstream unmatched(state("alerts_unmatched"));
     std::string alert;
@@ -268,6 +279,9 @@ int CmdStatus(const Args& args) {
   std::istringstream unreadable(state("unreadable"));
   for (std::string dir; std::getline(unreadable, dir);)
     std::cout << "unreadable:  " << dir << " (permission denied; the event files below it are not read)\n";
+  std::istringstream s3(state("s3"));
+  for (std::string failing; std::getline(s3, failing);)
+    std::cout << "s3:          " << failing << " (its listing fails; tried again at each poll)\n";
   std::istringstream unmatched(state("alerts_unmatched"));
   for (std::string alert; std::getline(unmatched, alert);)
     std::cout << "alert:       " << alert << " (for a day or more: a typo in its tag or role?)\n";

@@ -18,9 +18,9 @@ class FileIngester::Batch {
   Totals totals;
   store::RunCounters counters;
   int64_t points_since_commit = 0;
-  // The file being read (owned by IngestFile): each commit fingerprints the bytes before its
-  // offset from it (SourceRow::tail_crc).
-  int fd = -1;
+  // The bytes being read (owned by IngestFile's caller or IngestFile): each commit
+  // fingerprints the bytes before its offset from them (SourceRow::tail_crc).
+  read::ByteSource* bytes = nullptr;
   // W&B's core writes a summary record after every history row: only each key's last value
   // of a batch is written, at the commit (nullopt: removed).
   std::unordered_map<std::string, std::optional<std::string>> summary;

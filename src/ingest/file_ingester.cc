@@ -237,12 +237,31 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
     if (errno == ENOENT) return Status::Ok();
     return IoError(path + ": cannot stat: " + std::strerror(errno));
   }
+  std::unique_ptr<read::FdSource> bytes;
+  if (file.ok()) bytes = std::make_unique<read::FdSource>(file->Release(), path);
+  return ReadSource(run, path, SourceFacts::Of(st), bytes.get(), totals, progress, more);
+}
+
+Status FileIngester::IngestObject(RunState& run, const std::string& path, read::ByteSource& bytes,
+                                  const SourceFacts& facts, Totals* totals,
+                                  const ProgressFn& progress, bool* more) {
+  if (more) *more = false;
+  return ReadSource(run, path, facts, &bytes, totals, progress, more);
+}
+
+Status FileIngester::ReadSource(RunState& run, const std::string& path, const SourceFacts& facts,
+                                read::ByteSource* bytes, Totals* totals,
+                                const ProgressFn& progress, bool* more) {
   const sources::SourceKind kind = KindOf(path, options_);
   Batch b;
-  b.fd = file.ok() ? file->fd() : -1;
-  const std::string head = file.ok() ? file->Head(kHeadBytes) : std::string();
-  const auto size = static_cast<int64_t>(st.st_size);
-  Result<SourceTracker::Decision> tracked = tracker_.Track(run, path, st, head, b.fd, kind);
+  b.bytes = bytes;
+  std::string head;
+  if (bytes) {
+    Result<std::string> h = read::ReadString(*bytes, 0, kHeadBytes);
+    if (h.ok()) head = std::move(*h);
+  }
+  const int64_t size = facts.size;
+  Result<SourceTracker::Decision> tracked = tracker_.Track(run, path, facts, head, bytes, kind);
   if (!tracked.ok()) return tracked.status();
   if (!tracked->read) return Status::Ok();
   b.source = std::move(tracked->source);
@@ -257,7 +276,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   const auto offset = static_cast<uint64_t>(b.source.committed_offset);
   // Reads with `Reader` from the committed offset, what was opened and checked above.
   auto read_with = [&]<typename Reader>(Reader& reader, const RecordHandler& handler) {
-    if (file.ok()) reader.Adopt(file->Dup());
+    if (bytes) reader.Use(*bytes);
     return ReadRecords(run, b, reader, handler, path, size, head, totals, progress, more);
   };
   if (sources::IsWandbLog(path) || sources::IsWandbJsonl(path)) {
@@ -274,7 +293,7 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
       if (Status s = store_.UpdateRunInfo(run.run_id(), info); !s.ok()) return fail(s);
     }
     console_->Resume(b.source.resume_state);
-    file_wall_ = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    file_wall_ = facts.mtime;
     read::LineReader reader(path, offset, scan);
     return read_with(reader, RecordHandler{&FileIngester::ProcessConsoleLine, false,
                                            &FileIngester::SaveConsoleState,
@@ -282,21 +301,29 @@ Status FileIngester::IngestFile(RunState& run, const std::string& path, Totals* 
   }
   if (kind == sources::SourceKind::kCsv) {
     csv_->Resume(b.source.resume_state);
-    file_wall_ = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    file_wall_ = facts.mtime;
     read::LineReader reader(path, offset, scan);
     // Lightning's hparams.yaml beside it is read with the table, in its transaction.
     return read_with(reader, RecordHandler{&FileIngester::ProcessCsvLine, false,
                                            &FileIngester::SaveCsvState,
                                            &FileIngester::LoadHParamsYaml});
   }
-  if (kind == sources::SourceKind::kMlflowDb) return ReadMlflowDb(run, b, path, totals, more);
+  if (kind == sources::SourceKind::kMlflowDb) {
+    // SQLite opens its file by path: a database is read only where it lies on a local disk
+    // (object-store listings leave mlflow.db out).
+    if (!facts.local) {
+      store_.Rollback();
+      return Status::Ok();
+    }
+    return ReadMlflowDb(run, b, path, totals, more);
+  }
   if (kind == sources::SourceKind::kMlflowMetric) {
     read::LineReader reader(path, offset, scan);
     return read_with(reader, RecordHandler{&FileIngester::ProcessMlflowLine, false, nullptr,
                                            &FileIngester::LoadMlflowRunFiles});
   }
   if (kind == sources::SourceKind::kHfState) {
-    file_wall_ = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    file_wall_ = facts.mtime;
     return ReadDocument(run, b, path, size, head, totals, &FileIngester::ProcessHfState);
   }
   if (kind == sources::SourceKind::kWandbJsonl) {
@@ -349,7 +376,8 @@ Status FileIngester::ReadDocument(RunState& run, Batch& b, const std::string& pa
     return s.ok() ? s : fail(s);
   }
   std::string text(static_cast<size_t>(size), '\0');
-  Result<size_t> got = ReadAt(b.fd, path, text.data(), text.size(), 0);
+  Result<size_t> got = b.bytes ? b.bytes->ReadAt(text.data(), text.size(), 0)
+                              : Result<size_t>(IoError(path + ": cannot be opened"));
   if (!got.ok()) {
     b.totals.errors++;
     b.source.error_count++;
@@ -376,7 +404,7 @@ Status FileIngester::ReadDocument(RunState& run, Batch& b, const std::string& pa
   PointSink sink(*this, run, b);
   if (Status s = (this->*handler)(sink, doc); !s.ok()) return fail(s);
   b.source.committed_offset = static_cast<int64_t>(text.size());
-  b.source.tail_crc = TailCrc(b.fd, b.source.committed_offset);
+  b.source.tail_crc = TailCrc(b.bytes, b.source.committed_offset);
   b.source.records++;
   b.totals.records++;
   b.totals.bytes = static_cast<int64_t>(text.size());
@@ -468,7 +496,7 @@ Status FileIngester::ReadRecords(RunState& run, Batch& b, Reader& reader,
     b.source.resync_from = static_cast<int64_t>(reader.state().resync_from);
     b.source.size_seen = std::max<int64_t>(size, b.source.committed_offset);
     if (head.size() > b.source.head.size()) b.source.head = head;  // the file has grown
-    b.source.tail_crc = TailCrc(b.fd, b.source.committed_offset);
+    b.source.tail_crc = TailCrc(b.bytes, b.source.committed_offset);
     if (handler.wandb_resume && run.wandb_.has_step) {  // committed with the offset
       b.source.wandb_step = run.wandb_.step;
       b.source.wandb_wall = run.wandb_.wall;

@@ -161,8 +161,18 @@ class FileIngester {
   // (max_bytes_per_call or stop).
   Status IngestFile(RunState& run, const std::string& path, Totals* totals,
                     const ProgressFn& progress = {}, bool* more = nullptr);
+  // The same for an object of an object store (`path` its s3:// URL, `bytes` its content as
+  // listed, `facts` its size and time): the same tracker, readers and commits as a file.
+  Status IngestObject(RunState& run, const std::string& path, read::ByteSource& bytes,
+                      const SourceFacts& facts, Totals* totals, const ProgressFn& progress = {},
+                      bool* more = nullptr);
 
  private:
+  // Both: tracks the source and reads it with its format's reader. `bytes` null: the path
+  // could not be opened (the reader reports why).
+  Status ReadSource(RunState& run, const std::string& path, const SourceFacts& facts,
+                    read::ByteSource* bytes, Totals* totals, const ProgressFn& progress,
+                    bool* more);
   class Batch;
   // How one format's records are handled: the one place a format plugs into ReadRecords.
   struct RecordHandler {

@@ -27,29 +27,28 @@ bool SameFileHead(const std::string& known, const std::string& now) {
   return known.compare(0, n, now, 0, n) == 0;
 }
 
-std::optional<int64_t> TailCrc(int fd, int64_t offset) {
-  if (fd < 0 || offset <= 0) return std::nullopt;
+std::optional<int64_t> TailCrc(read::ByteSource* bytes, int64_t offset) {
+  if (!bytes || offset <= 0) return std::nullopt;
   const auto n = static_cast<size_t>(std::min<int64_t>(offset, kTailBytes));
   std::string tail(n, '\0');
-  Result<size_t> got = ReadAt(fd, "", tail.data(), n, static_cast<uint64_t>(offset) - n);
+  Result<size_t> got = bytes->ReadAt(tail.data(), n, static_cast<uint64_t>(offset) - n);
   if (!got.ok() || *got != n) return std::nullopt;
   return crc32c::Value(tail.data(), n);
 }
 
 Result<SourceTracker::Decision> SourceTracker::Track(RunState& run, const std::string& path,
-                                                     const struct stat& st,
-                                                     const std::string& head, int fd,
+                                                     const SourceFacts& facts,
+                                                     const std::string& head,
+                                                     read::ByteSource* bytes,
                                                      sources::SourceKind kind) {
   Result<std::optional<store::SourceRow>> found = store_.FindSource(path);
   if (!found.ok()) return found.status();
 
   Decision d;
   store::SourceRow& source = d.source;
-  const auto size = static_cast<int64_t>(st.st_size);
-  const auto dev = static_cast<int64_t>(st.st_dev);
-  const auto ino = static_cast<int64_t>(st.st_ino);
+  const int64_t size = facts.size, dev = facts.dev, ino = facts.ino;
   bool moved = false;
-  if (!*found) {
+  if (!*found && facts.local) {
     // A file we know under another path that no longer exists was moved or its run
     // directory renamed: follow it, keeping its points and offset, instead of reading it
     // again as a new file.
@@ -60,7 +59,8 @@ Result<SourceTracker::Decision> SourceTracker::Track(RunState& run, const std::s
       if (::stat((*same)->path.c_str(), &old_st) != 0 && errno == ENOENT) {
         found = std::move(same);
         moved = true;
-      } else if (old_st.st_dev == st.st_dev && old_st.st_ino == st.st_ino &&
+      } else if (static_cast<int64_t>(old_st.st_dev) == dev &&
+                 static_cast<int64_t>(old_st.st_ino) == ino &&
                  (*same)->status == "active") {
         // Another name for a file already read under its first (a symlink W&B's
         // sync_tensorboard puts in a run's files/, a hard link): read once, there.
@@ -88,7 +88,7 @@ Result<SourceTracker::Decision> SourceTracker::Track(RunState& run, const std::s
       new_generation = true;
       if (refused_unread) replaced_why = "refused before and readable now";
     } else if (same_file && source.tail_crc &&
-               TailCrc(fd, source.committed_offset).value_or(*source.tail_crc) !=
+               TailCrc(bytes, source.committed_offset).value_or(*source.tail_crc) !=
                    *source.tail_crc) {
       // Rewritten in place, keeping its first bytes and at least its old length: the bytes
       // before the offset are not the ones read. Reading on would mix two versions.

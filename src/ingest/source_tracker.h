@@ -20,6 +20,7 @@
 
 #include "base/source_names.h"
 #include "base/status.h"
+#include "read/byte_source.h"
 #include "store/store.h"
 
 namespace tw::ingest {
@@ -35,8 +36,24 @@ std::string ReadFileHead(const std::string& path);
 // Whether a file whose first bytes are `now` can be the one recorded with `known`: one is a
 // prefix of the other (a file grows; a row from before heads were kept has none).
 bool SameFileHead(const std::string& known, const std::string& now);
-// CRC-32C of the up to 4 KiB before `offset` of the open file `fd`; none when unreadable.
-std::optional<int64_t> TailCrc(int fd, int64_t offset);
+// CRC-32C of the up to 4 KiB before `offset` of `bytes`; none when unreadable (or null).
+std::optional<int64_t> TailCrc(read::ByteSource* bytes, int64_t offset);
+
+// What identifies the bytes at a path, as the tracker compares them with the source row: a
+// local file's size, device, inode and mtime (its fstat); an object's size and time, with no
+// device or inode (local false): an object is known by its path, first bytes and tail CRC,
+// and is never taken for a moved file.
+struct SourceFacts {
+  int64_t size = 0;
+  int64_t dev = 0, ino = 0;
+  double mtime = 0;  // seconds since the epoch
+  bool local = true;
+  static SourceFacts Of(const struct stat& st) {
+    return {static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_dev),
+            static_cast<int64_t>(st.st_ino),
+            static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9, true};
+  }
+};
 
 class SourceTracker {
  public:
@@ -47,11 +64,12 @@ class SourceTracker {
                               // read under its first; a rejected file reported once already)
     store::SourceRow source;  // with read: the row reading goes on in, status active
   };
-  // The file opened at `path` (`st` its fstat, `head` its first bytes, `fd` its descriptor)
-  // in `run`. With read, the store's transaction is open and holds the move or the new
+  // The file opened at `path` (`facts` its identity, `head` its first bytes, `bytes` what it
+  // holds) in `run`. With read, the store's transaction is open and holds the move or the new
   // generation: the caller commits it with what it reads, or rolls it back.
-  Result<Decision> Track(RunState& run, const std::string& path, const struct stat& st,
-                         const std::string& head, int fd, sources::SourceKind kind);
+  Result<Decision> Track(RunState& run, const std::string& path, const SourceFacts& facts,
+                         const std::string& head, read::ByteSource* bytes,
+                         sources::SourceKind kind);
   // A path refused without a byte of it read (`kind`: outside_root, not_regular_file),
   // reported once until something else is at the path.
   Status Refuse(RunState& run, const std::string& path, std::string_view kind,

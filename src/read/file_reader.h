@@ -15,7 +15,9 @@
 //     caller can commit, give other files their turn and stop: a 16 GiB file of garbage is a
 //     long series of short turns, not one long one;
 //   - a file of another format is reported once (a problem that RejectsFile) and not read on;
-//   - the file is open only while it is read (no descriptor stays open per watched file).
+//   - the file is open only while it is read (no descriptor stays open per watched file);
+//   - the bytes may come from elsewhere than a local file (Use: an object in an object store,
+//     read::ByteSource), with every guarantee above unchanged.
 //
 // A Scanner (see ScannerDefaults for the hooks it may leave out):
 //   Scanner(std::string_view window, uint64_t base, ScanState state, const Options& options);
@@ -28,12 +30,14 @@
 #include <algorithm>
 #include <cstring>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "base/file_io.h"
 #include "base/status.h"
+#include "read/byte_source.h"
 #include "read/problem.h"
 
 namespace tw::read {
@@ -41,20 +45,13 @@ namespace tw::read {
 // The file as a format's Open hook sees it: its size and bytes at an offset.
 class FileProbe {
  public:
-  FileProbe(int fd, const std::string& path, uint64_t size) : fd_(fd), path_(path), size_(size) {}
+  FileProbe(ByteSource& src, uint64_t size) : src_(src), size_(size) {}
   uint64_t size() const { return size_; }
   // Up to n bytes at `at` (fewer where the file ends).
-  Result<std::string> Read(uint64_t at, size_t n) const {
-    std::string out(n, '\0');
-    Result<size_t> got = ReadAt(fd_, path_, out.data(), n, at);
-    if (!got.ok()) return got.status();
-    out.resize(*got);
-    return out;
-  }
+  Result<std::string> Read(uint64_t at, size_t n) const { return ReadString(src_, at, n); }
 
  private:
-  int fd_;
-  const std::string& path_;
+  ByteSource& src_;
   uint64_t size_;
 };
 
@@ -100,29 +97,31 @@ class FileReader {
         buf_base_(std::max(offset, Scanner::kFirstOffset)),
         options_(options),
         scanner_({}, buf_base_, state, options_) {}
-  ~FileReader() {
-    if (fd_ >= 0) ::close(fd_);
-  }
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;
 
   // Reads `file` (already opened and checked by the caller) instead of opening the path
   // again: what was checked is what is read. Open() must still be called.
   void Adopt(InputFile file) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = file.Release();
+    owned_ = std::make_unique<FdSource>(file.Release(), path_);
+    src_ = owned_.get();
+  }
+  // Reads `source` (the caller's, outliving this reader): an object of an object store.
+  void Use(ByteSource& source) {
+    owned_.reset();
+    src_ = &source;
   }
   // Opens the file (InputFile: never blocks, regular files only) and lets the format look
   // at it. An unreadable file is an error; a foreign one is reported by the first Next().
   Status Open() {
-    if (fd_ < 0) {
+    if (!src_) {
       Result<InputFile> f = InputFile::Open(path_);
       if (!f.ok()) return status_ = f.status();
-      fd_ = f->Release();
+      Adopt(std::move(*f));
     }
-    Result<uint64_t> size = FileSize(fd_, path_);
+    Result<uint64_t> size = src_->Size();
     if (!size.ok()) return status_ = size.status();
-    Result<Opening> opening = Scanner::Open(FileProbe(fd_, path_, *size), &options_);
+    Result<Opening> opening = Scanner::Open(FileProbe(*src_, *size), &options_);
     if (!opening.ok()) return status_ = opening.status();
     if (opening->reject) {
       rejected_ = true;
@@ -140,7 +139,7 @@ class FileReader {
       pending_.reset();
       return Step::kProblem;
     }
-    if (fd_ < 0 || !status_.ok() || held_) return Step::kEnd;
+    if (!src_ || !status_.ok() || held_) return Step::kEnd;
     const uint64_t from = scanner_.position();
     for (;;) {
       switch (scanner_.Next()) {
@@ -178,7 +177,7 @@ class FileReader {
     if (keep_from > 0 && keep > 0) std::memmove(buf_.data(), buf_.data() + keep_from, keep);
     buf_base_ += keep_from;
     buf_len_ = keep;
-    Result<uint64_t> size = FileSize(fd_, path_);
+    Result<uint64_t> size = src_->Size();
     if (!size.ok()) {
       status_ = size.status();
       return false;
@@ -190,8 +189,7 @@ class FileReader {
                                                      : keep + chunk_;
     const uint64_t want = std::min<uint64_t>(std::max<uint64_t>(needed, grown), available);
     if (buf_.size() < want) buf_.resize(want);
-    Result<size_t> n =
-        ReadAt(fd_, path_, buf_.data() + buf_len_, want - buf_len_, buf_base_ + buf_len_);
+    Result<size_t> n = src_->ReadAt(buf_.data() + buf_len_, want - buf_len_, buf_base_ + buf_len_);
     if (!n.ok()) {
       status_ = n.status();
       return false;
@@ -203,7 +201,8 @@ class FileReader {
   }
 
   std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<ByteSource> owned_;  // a local file this reader opened or adopted
+  ByteSource* src_ = nullptr;          // what is read: owned_, or the caller's (Use)
   size_t chunk_;
   uint64_t start_offset_;
   std::string buf_;
