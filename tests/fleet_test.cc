@@ -326,43 +326,62 @@ TEST(FleetDaemon, TwoHostsShipAtOnce) {
   EXPECT_EQ(db.Stop(5s), std::optional<int>(0));
 }
 
-// kill -9 at random moments while a backlog ships in small batches (50 rows a commit: hundreds
-// of commits, each a moment PostgreSQL holds a batch the local marks do not know yet), then a
-// run to completion: nothing lost, nothing doubled.
+// kill -9 while a backlog ships in small batches (200 rows a commit: hundreds of commits, each
+// a moment PostgreSQL holds a batch the local marks do not know yet), eight times, each kill
+// once PostgreSQL has taken part of the backlog; more points and a restart (superseded points)
+// between kills; then a run to completion: nothing lost, nothing doubled, superseded alike.
 TEST(FleetDaemon, KillNineMidShipLosesAndDoublesNothing) {
   TW_REQUIRE_POSTGRES();
   PostgresServer pg;
   pg.CreateDatabase("kill");
   TempDir dir;
-  Host h = MakeHost(dir, "gamma", pg, "kill", "batch_rows = 50\n");
+  Host h = MakeHost(dir, "gamma", pg, "kill", "batch_rows = 200\n");
+  constexpr int kRuns = 8;
   std::vector<std::unique_ptr<EventFileWriter>> writers;
-  for (int r = 0; r < 8; ++r) {
+  std::vector<int64_t> next(kRuns, 1000);
+  int64_t want = 0;
+  double wall = kWall0 + 10000;
+  for (int r = 0; r < kRuns; ++r) {
     writers.push_back(std::make_unique<EventFileWriter>(h.root + "/run" + std::to_string(r) + "/" +
                                                         EventFileName(1700000000, "gamma", 1, 0)));
     writers.back()->Add(FileVersionEvent(kWall0));
-    AddPoints(*writers.back(), 0, 1500, kWall0);
+    AddPoints(*writers.back(), 0, 1000, kWall0);
     writers.back()->Flush();
+    want += 2000;
   }
-  std::mt19937 rng(1919);
-  std::uniform_int_distribution<int> delay_ms(300, 1200);
-  int64_t next = 1500;
-  int killed_with_lag = 0;
+  auto shipped = [&] {
+    try {
+      return static_cast<int64_t>(std::stoll(pg.Query("SELECT count(*) FROM scalars", "kill").at(0)));
+    } catch (const std::exception&) {
+      return int64_t{0};  // the schema not created yet
+    }
+  };
+  int killed_mid_ship = 0;
   for (int i = 0; i < 8; ++i) {
+    const int64_t before = shipped();
     DaemonProcess d(DaemonArgs(h), h.log);
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    // Shipping under way: PostgreSQL has some of the new rows.
+    EXPECT_TRUE(WaitFor([&] { return shipped() > before + 100; }, 30s, 2ms)) << "iteration " << i << d.Log();
     const int status = d.KillAndReap();
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "iteration " << i << d.Log();
     Result<fleet::Lag> lag = fleet::ReadLag(h.db);
-    if (lag.ok() && lag->sources > 0) ++killed_with_lag;
-    // More points, and a restart in one run (steps logged again: superseded points to ship).
-    AddPoints(*writers[i], next - 200, 300, kWall0 + 10000 + i * 1000);
-    writers[i]->Flush();
-    next += 100;
+    if (lag.ok() && lag->sources > 0) ++killed_mid_ship;
+    // More points in every run, and a restart in one (its last 200 steps logged again, later).
+    for (int r = 0; r < kRuns; ++r) {
+      AddPoints(*writers[r], next[r], 250, wall);
+      next[r] += 250;
+      wall += 250;
+      want += 500;
+    }
+    AddPoints(*writers[i], next[i] - 200, 300, wall);
+    next[i] += 100;
+    wall += 300;
+    want += 600;
+    for (auto& w : writers) w->Flush();
   }
-  EXPECT_GE(killed_with_lag, 3) << "the kills should land while shipping";
+  EXPECT_GE(killed_mid_ship, 6) << "the kills should land while shipping";
   DaemonProcess d(DaemonArgs(h), h.log);
-  const int64_t want = 8 * 3000 + 8 * 600;
-  ASSERT_TRUE(WaitFor([&] { return Converged(pg, "kill", h, want) && fleet::ReadLag(h.db)->sources == 0; }, 90s))
+  ASSERT_TRUE(WaitFor([&] { return Converged(pg, "kill", h, want) && fleet::ReadLag(h.db)->sources == 0; }, 120s))
       << Diff(pg, "kill", h) << d.Log();
   // Superseded points are superseded there too, and every point is there exactly once.
   EXPECT_GT(QueryInt(h.db, "SELECT count(*) FROM scalars WHERE superseded = 1"), 0);

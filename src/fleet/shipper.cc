@@ -91,7 +91,10 @@ Result<int64_t> CopyStatement(Pg& pg, const std::string& host, const std::string
 struct SourceToShip {
   int64_t source_id, run_id, committed_offset, records, mark;  // mark: ship offsets >= it
   int64_t max_offset;  // after shipping: the mark to keep
+  bool partial = false;  // a chunk: more points of it wait (its committed_offset not reached)
 };
+
+constexpr int64_t kNoLimit = INT64_MAX;
 
 }  // namespace
 
@@ -117,17 +120,21 @@ class Shipper::Pass {
     std::vector<SourceToShip> batch;
     int64_t batch_rows = 0;
     for (SourceToShip& s : *sources) {
-      if (batch.empty()) TW_RETURN_IF_ERROR(c_.pg->Exec("BEGIN"));
-      Result<int64_t> rows = ShipSource(s);
-      if (!rows.ok()) return rows.status();
-      batch.push_back(s);
-      batch_rows += *rows;
-      stats.rows += *rows;
-      ++stats.sources;
-      if (batch_rows >= o_.batch_rows) {
-        TW_RETURN_IF_ERROR(CommitBatch(batch));
-        batch_rows = 0;
+      for (bool more = true; more;) {
+        if (batch.empty()) TW_RETURN_IF_ERROR(c_.pg->Exec("BEGIN"));
+        Result<int64_t> rows = ShipSource(s);
+        if (!rows.ok()) return rows.status();
+        batch.push_back(s);
+        batch_rows += *rows;
+        stats.rows += *rows;
+        more = s.partial;
+        if (batch_rows >= o_.batch_rows || more) {
+          TW_RETURN_IF_ERROR(CommitBatch(batch));
+          batch_rows = 0;
+        }
+        s.mark = s.max_offset;
       }
+      ++stats.sources;
     }
     if (!batch.empty()) TW_RETURN_IF_ERROR(CommitBatch(batch));
     // Everything the snapshot holds of the points is in PostgreSQL: what refers to them now.
@@ -152,7 +159,33 @@ class Shipper::Pass {
     return out;
   }
 
-  // The run (with its series and hparams) once per batch, the source row, and its new points.
+  // Where this chunk of a source's new points ends (exclusive): the offset of its
+  // batch_rows-th scalar past the mark, so a huge file ships (and its mark advances) in
+  // batch_rows steps; kNoLimit when the rest fits. A chunk always takes whole offsets (every
+  // value of one record), and at least one.
+  Result<int64_t> ChunkEnd(const SourceToShip& src) {
+    Result<Stmt> s = c_.reader->Prepare(
+        "SELECT offset FROM scalars INDEXED BY fleet_scalars_by_source WHERE source_id = ?1 AND offset >= ?2 "
+        "ORDER BY offset LIMIT 1 OFFSET ?3");
+    if (!s.ok()) return s.status();
+    s->Bind(1, src.source_id).Bind(2, src.mark).Bind(3, o_.batch_rows);
+    Result<bool> row = s->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return kNoLimit;
+    const int64_t end = s->Int(0);
+    if (end > src.mark) return end;
+    // More than batch_rows values at the mark's one offset: that offset whole, then the next.
+    Result<Stmt> next = c_.reader->Prepare(
+        "SELECT min(offset) FROM scalars INDEXED BY fleet_scalars_by_source WHERE source_id = ?1 AND offset > ?2");
+    if (!next.ok()) return next.status();
+    next->Bind(1, src.source_id).Bind(2, src.mark);
+    Result<bool> got = next->Step();
+    if (!got.ok()) return got.status();
+    return next->IsNull(0) ? kNoLimit : next->Int(0);
+  }
+
+  // The run (with its series and hparams) once per batch, the source row, and a chunk of its
+  // new points (src.partial when more wait).
   Result<int64_t> ShipSource(SourceToShip& src) {
     int64_t rows = 0;
     if (runs_in_batch_.insert(src.run_id).second) {
@@ -166,6 +199,8 @@ class Shipper::Pass {
                                   src.source_id);
     if (!n.ok()) return n;
     rows += *n;
+    Result<int64_t> end = ChunkEnd(src);
+    if (!end.ok()) return end;
     for (const char* table : kPointTables) {
       const std::string extra = table == std::string("scalars")      ? "value, value_class"
                                 : table == std::string("histograms") ? "count, sum, min, max, buckets"
@@ -173,13 +208,15 @@ class Shipper::Pass {
       Result<Stmt> s = c_.reader->Prepare(std::string("SELECT series_id, step, source_id, offset, vidx, wall_time, ") +
                                           extra + ", superseded FROM " + table +
                                           " INDEXED BY fleet_" + table + "_by_source"
-                                          " WHERE source_id = ?1 AND offset >= ?2");
+                                          " WHERE source_id = ?1 AND offset >= ?2 AND offset < ?3");
       if (!s.ok()) return s.status();
-      s->Bind(1, src.source_id).Bind(2, src.mark);
+      s->Bind(1, src.source_id).Bind(2, src.mark).Bind(3, *end);
       Result<int64_t> copied = CopyStatement(*c_.pg, o_.host, table, *s, stopping_, 3, &src.max_offset);
       if (!copied.ok()) return copied;
       rows += *copied;
     }
+    src.partial = *end != kNoLimit;
+    if (src.partial) src.max_offset = *end;  // the next chunk starts there
     return rows;
   }
 
@@ -243,7 +280,13 @@ class Shipper::Pass {
       return s.status();
     }
     for (const SourceToShip& b : batch) {
-      if (Status st = s->Bind(1, b.source_id).Bind(2, b.committed_offset).Bind(3, b.records).Bind(4, b.max_offset).Run();
+      // A chunk: its committed_offset is not marked reached, so an interrupted pass goes on
+      // from the chunk's end.
+      if (Status st = s->Bind(1, b.source_id)
+                          .Bind(2, b.partial ? int64_t{-1} : b.committed_offset)
+                          .Bind(3, b.partial ? int64_t{-1} : b.records)
+                          .Bind(4, b.max_offset)
+                          .Run();
           !st.ok()) {
         (void)c_.writer->Exec("ROLLBACK");
         return st;
