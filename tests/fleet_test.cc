@@ -322,8 +322,26 @@ TEST(FleetDaemon, TwoHostsShipAtOnce) {
                                        .at(0)
                                        .find("0 files (0 bytes) not shipped") != std::string::npos; },
                       10s));
+  // `trainwatch fleet status`: both hosts, their heartbeat, no lag, their roots; `status`: the fleet line.
+  std::string out;
+  ASSERT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " fleet status --postgres " + ShellQuote(pg.conninfo("two")), &out),
+            0) << out;
+  EXPECT_NE(out.find("(schema version 1, 2 hosts)"), std::string::npos) << out;
+  EXPECT_NE(out.find("host:        alpha: heartbeat "), std::string::npos) << out;
+  EXPECT_NE(out.find("; lag 0 files (0 B)"), std::string::npos) << out;
+  EXPECT_NE(out.find("  root:      " + fs::canonical(b.root).native()), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " fleet status --json --config " + ShellQuote(a.config), &out), 0)
+      << out;
+  EXPECT_NE(out.find("{\"schema_version\":1,\"hosts\":[{\"host\":\"alpha\""), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " status --db " + ShellQuote(a.db), &out), 0) << out;
+  EXPECT_NE(out.find("fleet:       shipping to host="), std::string::npos) << out;
   EXPECT_EQ(da.Stop(5s), std::optional<int>(0));
   EXPECT_EQ(db.Stop(5s), std::optional<int>(0));
+  // PostgreSQL out of reach: the command says so, exit 1.
+  EXPECT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " fleet status --postgres " +
+                           ShellQuote("host=" + (dir / "nowhere") + " dbname=x") + " 2>&1", &out),
+            1) << out;
+  EXPECT_NE(out.find("cannot connect"), std::string::npos) << out;
 }
 
 // kill -9 while a backlog ships in small batches (200 rows a commit: hundreds of commits, each
@@ -478,6 +496,12 @@ TEST(FleetDaemon, SharedRootTakenOverWhenItsOwnerDies) {
   EXPECT_GE(QueryInt(a.db, "SELECT count(*) FROM outbox WHERE event = 'finding.firing'"), 1);
   std::this_thread::sleep_for(1s);  // a few more shipping passes
   EXPECT_EQ(pg.Query(in_pg, "shared"), std::vector<std::string>{"alpha"});
+  std::string out;
+  ASSERT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " status --db " + ShellQuote(b.db), &out), 0) << out;
+  EXPECT_NE(out.find("shared root: " + shared + ": held by this host"), std::string::npos) << out;
+  ASSERT_EQ(RunCommand(std::string(TW_CLI_BINARY) + " fleet status --postgres " + ShellQuote(pg.conninfo("shared")), &out),
+            0) << out;
+  EXPECT_NE(out.find("  owns:      " + shared + " (shared)"), std::string::npos) << out;
   EXPECT_EQ(db.Stop(5s), std::optional<int>(0));
 }
 
