@@ -505,6 +505,35 @@ TEST(FleetDaemon, SharedRootTakenOverWhenItsOwnerDies) {
   EXPECT_EQ(db.Stop(5s), std::optional<int>(0));
 }
 
+// SIGHUP: a [fleet] change takes a restart (said, and the daemon ships on as before); a change
+// of the roots alone is no [fleet] change.
+TEST(FleetDaemon, AReloadKeepsShippingAsStarted) {
+  TW_REQUIRE_POSTGRES();
+  PostgresServer pg;
+  pg.CreateDatabase("reload");
+  TempDir dir;
+  Host h = MakeHost(dir, "zeta", pg, "reload");
+  DaemonProcess d(DaemonArgs(h), h.log);
+  EventFileWriter w(h.root + "/run/" + EventFileName(1700000000, "zeta", 1, 0));
+  w.Add(FileVersionEvent(kWall0));
+  AddPoints(w, 0, 10, kWall0);
+  w.Flush();
+  ASSERT_TRUE(WaitFor([&] { return Converged(pg, "reload", h, 20); }, 20s)) << d.Log();
+  fs::create_directories(dir / "more");
+  WriteFile(h.config, ReadFile(h.config) + "[watch]\nroots = [\"" + (dir / "more") + "\"]\n");
+  d.Signal(SIGHUP);
+  ASSERT_TRUE(d.WaitForLog("reload: now watching", 10s)) << d.Log();
+  EXPECT_EQ(d.Log().find("[fleet] changed"), std::string::npos) << d.Log();
+  WriteFile(h.config, "[fleet]\npostgres = \"" + pg.conninfo("reload") + "\"\nhost = \"renamed\"\n");
+  d.Signal(SIGHUP);
+  ASSERT_TRUE(d.WaitForLog("reload: [fleet] changed; that takes a restart", 10s)) << d.Log();
+  AddPoints(w, 10, 10, kWall0 + 10);
+  w.Flush();
+  ASSERT_TRUE(WaitFor([&] { return Converged(pg, "reload", h, 40); }, 20s)) << Diff(pg, "reload", h) << d.Log();
+  EXPECT_EQ(pg.Query("SELECT host FROM hosts", "reload"), std::vector<std::string>{"zeta"});
+  EXPECT_EQ(d.Stop(5s), std::optional<int>(0));
+}
+
 // sslmode reaches libpq: a server without SSL refuses sslmode=require, and says so.
 TEST(FleetDaemon, SslmodeIsPassedThrough) {
   TW_REQUIRE_POSTGRES();

@@ -472,7 +472,9 @@ class Daemon {
     if (Status st = notifier_thread_.Configure(*next); !st.ok()) {
       log::Error("reload rejected (notifications), keeping the previous channels: " + st.message());
     }
-    if (next->fleet != cfg_.fleet)
+    fleet::FleetOptions next_fleet = next->fleet;
+    next_fleet.roots = cfg_.fleet.roots;  // the roots may change on reload; the rest of [fleet] not
+    if (next_fleet != cfg_.fleet)
       log::Warning("reload: [fleet] changed; that takes a restart (still shipping as before)");
     if (next->db_path != cfg_.db_path)
       log::Warning("reload: the store path changed to " + next->db_path +
@@ -481,7 +483,7 @@ class Daemon {
     const std::set<std::string> after(next->roots.begin(), next->roots.end());
     Config applied = std::move(*next);
     applied.db_path = cfg_.db_path;
-    applied.fleet = cfg_.fleet;
+    applied.fleet = cfg_.fleet;  // as running (the shipper and the leases keep theirs)
     const bool inotify_was = cfg_.inotify;
     const bool console_changed = cfg_.console != applied.console;
     cfg_ = std::move(applied);
