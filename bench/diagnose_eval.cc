@@ -110,6 +110,7 @@ struct Roles {
   Pts wnorm, uratio;                               // weight norm, update-to-weight ratio
   Pts acc;                                         // training accuracy (0-1)
   Pts scale;                                       // mixed precision's dynamic loss scale
+  Pts skipped;                                     // steps skipped for float16 overflow (a form per style)
   std::vector<std::pair<std::string, Pts>> layers;  // per-layer gradient norms, by layer name
 };
 
@@ -125,6 +126,8 @@ struct Case {
   double dt = 0.5;     // seconds per step
   double silence = 10; // seconds between the last point and `now`
   double clip = 0;     // max_grad_norm hparam (0: none)
+  int classes = 0;     // a class-count hparam (0: none)
+  bool info_enough = false;  // the rule reports this case as information by design (it recovered)
   bool clean_stop = false;
   std::string extra;   // free-form parameters for the report
   Roles roles;
@@ -563,6 +566,26 @@ bool Generate(Case& c, Rng& r) {
     c.onset = g.AtOrAfter(static_cast<int64_t>(mid - 2 * w), g.evals);
     std::snprintf(buf, sizeof buf, "val flat then drop at %.0f%%", 100 * mid / L);
     c.extra = buf;
+  } else if (k == "flat_layer" || k == "layers_full_batch") {
+    // flat_layer: from a step on, layer 2 gets only an L2 term's gradient (its ReLUs died):
+    // 2 lambda ||W||, shrinking by the same factor each step, while the others move with their
+    // batches (noise 0.2). Trap: full-batch training, every layer smooth (0.3 % per point).
+    g.Base();
+    const int64_t at = k == "flat_layer" ? g.StepAt(r.U(0.2, 0.6)) : 0;
+    const double shrink = r.U(1e-5, 1e-4), smooth = 0.003;
+    for (int i = 0; i < 6; ++i) {
+      Pts p;
+      const double scale = r.U(0.1, 1.0);
+      for (int64_t s : g.steps) {
+        const double t = static_cast<double>(s);
+        if (k == "flat_layer" && i == 2 && s >= at) p.Add(s, 0.01 * scale * std::exp(-shrink * (t - at)));
+        else if (k == "flat_layer") p.Add(s, scale * g.Noise(0.2));
+        else p.Add(s, scale * std::exp(-t / static_cast<double>(L)) * (1 + smooth * std::sin(t / 7.0 + i)));
+      }
+      c.roles.layers.emplace_back("layers." + std::to_string(i) + ".weight", std::move(p));
+    }
+    c.onset = k == "flat_layer" ? at : -1;
+    c.extra = k == "flat_layer" ? "layer 2 data-independent (L2 only)" : "full batch: every layer smooth";
   } else if (k == "grad_vanishing" || k == "dead_layer" || k == "layers_ok") {
     // Per-layer gradient norms, 6 layers. Vanishing: the first layers 1e-5 or less of the last;
     // dead: one layer exactly 0 from a step on; ok: layers within 30x of each other.
@@ -674,6 +697,56 @@ bool Generate(Case& c, Rng& r) {
     if (k == "loss_acc") c.onset = g.steps.front();
     std::snprintf(buf, sizeof buf, ", acc %s", k == "loss_acc" ? "flat" : k == "acc_tracks" ? "tracks" : "saturated");
     c.extra += buf;
+  } else if (k == "init_high" || k == "init_scaled" || k == "init_ok" || k == "init_pretrained") {
+    // A classifier's K in the hyperparameters, with the healthy curve starting near ln K.
+    // init_high: logits far too large at init (unnormalized inputs, an output layer's init),
+    // 3-30x ln K at the first point, undone within the first 0.5-3 % of the run; init_scaled:
+    // the whole loss multiplied (summed over a batch or the tokens), 4-64x. Traps: a start
+    // 0.95-1.4x ln K (a default init), and a pretrained model whose K is a vocabulary of 30522.
+    const double f = k == "init_ok" ? r.U(0.95, 1.4) : 1.0;
+    c.classes = k == "init_pretrained" ? 30522 : std::max(2, static_cast<int>(std::lround(std::exp(g.pl(0) / f))));
+    const double lnk = std::log(static_cast<double>(c.classes));
+    const double factor = r.U(3, 30), times = r.U(4, 64), tau = L * r.U(0.005, 0.03);
+    if (k == "init_high")
+      g.Train([&](double t) { return g.pl(t) + (factor - 1) * lnk * std::exp(-t / tau); }, c.noise);
+    else if (k == "init_scaled")
+      g.Train([&](double t) { return times * g.pl(t); }, c.noise);
+    else
+      g.Train(g.pl, c.noise);
+    g.Val([&](double t) { return 1.05 * g.pl(t) + 0.05; }, c.noise * 0.2);
+    g.DefaultLr();
+    g.DefaultGrad();
+    if (k == "init_high" || k == "init_scaled") c.onset = g.steps.front();
+    // Information by design once the loss is below 2 ln K: the run undid its init.
+    c.info_enough = k == "init_high" || (k == "init_scaled" && times * g.pl(static_cast<double>(L)) < 2.2 * lnk);
+    std::snprintf(buf, sizeof buf, "K %d, first %.3gx ln K", c.classes,
+                  k == "init_high" ? (g.pl(0) + (factor - 1) * lnk) / lnk : k == "init_scaled" ? times * g.pl(0) / lnk : g.pl(0) / lnk);
+    c.extra = buf;
+  } else if (k == "overflow_steady" || k == "overflow_calibration") {
+    // Steps skipped for float16 overflow. overflow_steady: from a step on, a share p (3-40 %) of
+    // the steps overflow whatever the scale (a NaN made in float16 by the forward pass);
+    // overflow_calibration (trap): skips only while the scale calibrates (its first 2 %), then
+    // one every 2000-5000 steps. Logged as a running count (pytorch, hf, tf2 styles) or as a
+    // count per logging interval (lightning: Megatron-LM's form).
+    g.Base();
+    const int64_t at = k == "overflow_steady" ? g.StepAt(r.U(0.2, 0.6)) : L;
+    const double p = r.U(0.03, 0.4), rare = 1.0 / r.U(2000, 5000);
+    const bool per_interval = c.style == "lightning";
+    int64_t total = 0, since_log = 0;
+    for (int64_t s = 0; s < L; ++s) {
+      const bool skip = s < L / 50 ? r.U(0, 1) < 0.3 : s >= at ? r.U(0, 1) < p : r.U(0, 1) < rare;
+      if (skip) {
+        ++total, ++since_log;
+        if (s >= at && c.onset < 0) c.onset = s;
+      }
+      if (s % c.interval == 0) {
+        c.roles.skipped.Add(s, static_cast<double>(per_interval ? since_log : total));
+        since_log = 0;
+      }
+    }
+    std::snprintf(buf, sizeof buf, ", skips %s from %lld (%lld in all)", k == "overflow_steady" ? "steady" : "calibration only",
+                  static_cast<long long>(at), static_cast<long long>(total));
+    c.extra += buf;
   } else if (k == "scale_halving" || k == "scale_below_one" || k == "scale_ok") {
     // A dynamic loss scale as GradScaler keeps it: from 2^16 it halves at each overflow step
     // and doubles after `growth` clean steps in a row. Every run calibrates first (a few
@@ -718,6 +791,7 @@ struct TagNames {
   std::string train, val, lr, grad, epoch, mem, stime, clip_key;
   std::string wnorm = "weight_norm", uratio = "update_ratio", layer_prefix = "grad_norm/";
   std::string acc = "", scale = "";  // a training accuracy, a loss scale (set per style below)
+  std::string skipped = "";          // steps skipped for overflow: a running count, or per interval
 };
 TagNames NamesFor(const std::string& style) {
   TagNames n;
@@ -725,20 +799,24 @@ TagNames NamesFor(const std::string& style) {
     n = {"Loss/train", "Loss/val", "lr", "grad_norm", "epoch", "memory", "step_time", "max_grad_norm"};
     n.acc = "Accuracy/train";
     n.scale = "train/loss_scale";
+    n.skipped = "train/skipped_steps";
   } else if (style == "hf") {
     n = {"train/loss", "eval/loss", "train/learning_rate", "train/grad_norm", "train/epoch",
          "gpu/memory_allocated", "train/step_time", "max_grad_norm"};
     n.acc = "train/accuracy";
     n.scale = "loss_scale";
+    n.skipped = "num_skipped_steps";
   } else if (style == "lightning") {
     n = {"train_loss", "val_loss", "lr-AdamW", "grad_2.0_norm_total", "epoch", "gpu_memory", "time/step",
          "gradient_clip_val", "weight_norm", "update_ratio", "grad_2.0_norm/"};
     n.acc = "train_acc";
     n.scale = "grad_scale";
+    n.skipped = "skipped-iterations";
   } else if (style == "tf2") {
     n = {"loss", "val/loss", "learning_rate", "grad_norm", "epoch", "memory", "step_time", "clip_norm"};
     n.acc = "accuracy";
     n.scale = "amp/loss_scale";
+    n.skipped = "amp/overflow_count";
   } else {
     n = {"epoch_loss", "epoch_loss", "epoch_learning_rate", "", "", "", "", ""};
     n.acc = "epoch_accuracy";
@@ -799,11 +877,15 @@ void WriteCase(const std::string& root, const Case& c) {
   for (const auto& [layer, pts] : r.layers) emit(evs, n.layer_prefix + layer, pts, 9);
   emit(evs, n.acc, r.acc, 10);
   emit(evs, n.scale, r.scale, 11);
+  emit(evs, n.skipped, r.skipped, 12);
   const int64_t last = r.train.step.empty() ? 0 : r.train.step.back();
   if (c.clean_stop) evs.push_back({last, 99, testing::SessionLogEvent(last, wall(last) + 1, 2)});
-  if (c.clip > 0) {
-    const std::vector<std::pair<std::string, testing::HParamValue>> hp = {
-        {n.clip_key, c.clip}, {"learning_rate", 1e-3}, {"seed", 42.0}};
+  if (c.clip > 0 || c.classes > 0) {
+    std::vector<std::pair<std::string, testing::HParamValue>> hp = {{"learning_rate", 1e-3}, {"seed", 42.0}};
+    if (c.clip > 0) hp.emplace_back(n.clip_key, c.clip);
+    if (c.classes > 0)
+      hp.emplace_back(c.style == "hf" ? "num_labels" : c.style == "lightning" ? "n_classes" : "num_classes",
+                      static_cast<double>(c.classes));
     if (c.style == "lightning" || c.style == "tf2") {
       evs.push_back({-1, -1, testing::HParamsStartEvent(t0, hp, c.style == "tf2")});
     } else {  // SummaryWriter.add_hparams: a child run named by the time
@@ -884,6 +966,15 @@ std::vector<KindSpec> Kinds() {
       {"acc_tracks", "", 12, kAllK},
       {"acc_saturated", "", 8, kAllK},
       {"scale_ok", "", 12, kAll},
+      // Last, so that the cases before them draw the same numbers as before they came.
+      {"init_high", "initial_loss_high", 12, kAll},
+      {"init_scaled", "initial_loss_high", 8, kAll},
+      {"init_ok", "", 12, kAll},
+      {"init_pretrained", "", 4, kAll},
+      {"flat_layer", "layer_grad_imbalance", 12, {"pytorch", "lightning", "tf2"}},
+      {"layers_full_batch", "", 8, {"pytorch", "lightning", "tf2"}},
+      {"overflow_steady", "fp16_overflow_steps", 12, kAll},
+      {"overflow_calibration", "", 8, kAll},
   };
 }
 
@@ -1041,7 +1132,7 @@ int Main(const Options& opt) {
     const Roles& r = c.roles;
     points += static_cast<int64_t>(r.train.v.size() + r.val.v.size() + r.lr.v.size() + r.grad.v.size() +
                                    r.epoch.v.size() + r.mem.v.size() + r.stime.v.size() + r.wnorm.v.size() +
-                                   r.uratio.v.size() + r.acc.v.size() + r.scale.v.size());
+                                   r.uratio.v.size() + r.acc.v.size() + r.scale.v.size() + r.skipped.v.size());
     for (const auto& l : r.layers) points += static_cast<int64_t>(l.second.v.size());
   }
   auto t1 = Clock::now();
@@ -1100,7 +1191,8 @@ int Main(const Options& opt) {
     }
     RuleScore& rs = rules[c.label];
     ++rs.n;
-    const Severity want = declared.count(c.label) ? declared[c.label] : Severity::kWarning;
+    const Severity want = c.info_enough ? Severity::kInfo
+                          : declared.count(c.label) ? declared[c.label] : Severity::kWarning;
     const diagnose::Observation* best = nullptr;
     double best_err = 1e300;
     for (const auto* o : obs) {

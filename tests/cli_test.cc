@@ -174,6 +174,12 @@ TEST(Cli, DiagnoseExplainNamesTheChecksARunCannotFeed) {
   // It logs eval/accuracy, so the loss-accuracy check can run; nothing is diagnosed.
   EXPECT_EQ(out.find("loss_acc_disagree:"), std::string::npos) << out;
   EXPECT_EQ(out.find("[warning"), std::string::npos) << out;
+  // A check that needs a fact of the hyperparameters, not a tag: K for ln K. This run names
+  // none; one that logs num_classes can be judged.
+  EXPECT_NE(out.find("initial_loss_high: needs a class count or vocabulary size in its hyperparameters"),
+            std::string::npos) << out;
+  ASSERT_EQ(RunCommand(Cli() + " diagnose --db " + ShellQuote(db) + " --explain 'healthy_init_mlp_k10' 2>&1", &out), 0);
+  EXPECT_EQ(out.find("initial_loss_high:"), std::string::npos) << out;
   ASSERT_EQ(RunCommand(Cli() + " diagnose --db " + ShellQuote(db) + " --explain 'no_such_run*'", &out), 0);
   EXPECT_NE(out.find("no run matches"), std::string::npos) << out;
 }

@@ -141,6 +141,169 @@ TEST_F(RealChecksTest, AClipThatNeverActsIsInformation) {
   EXPECT_TRUE(Alarms(ev, "clip_never_active").empty());
 }
 
+// Four inits of real causes (tools/cpu_runs/initial_loss_runs.py, K in the hparams as
+// add_hparams writes it): pixels left in 0..255 (3.2x ln 10 at step 0), a head initialised with
+// std 1 (2.0x), a loss summed over the batch (66x, still 15 at the end) and an LM head at std 1
+// (4.8x ln 128). Only the summed loss stays far above ln K: a warning; the others undid their
+// init and are information. Default inits start within 6 % of ln K: quiet.
+TEST_F(RealChecksTest, FirstLossFarAboveLnK) {
+  const Evaluation ev = Evaluate({CpuRuns()});
+  auto summed = On(ev, "initial_loss_high", "init_reduction_sum_mlp", "train/loss");
+  ASSERT_EQ(summed.size(), 1u);
+  EXPECT_EQ(summed[0].severity, Severity::kWarning);
+  EXPECT_EQ(summed[0].onset_step, 0);
+  EXPECT_EQ(summed[0].message.rfind("train/loss starts at 152.4 (step 0), 66.2x ln 10 = 2.303", 0), 0u) << summed[0].message;
+  EXPECT_NE(summed[0].message.find("K from num_classes = 10"), std::string::npos) << summed[0].message;
+  for (const char* run : {"init_unnormalised_pixels_cnn", "init_head_init_std1_mlp"}) {
+    auto f = On(ev, "initial_loss_high", run, "train/loss");
+    ASSERT_EQ(f.size(), 1u) << run;
+    EXPECT_EQ(f[0].severity, Severity::kInfo) << run;
+    EXPECT_NE(f[0].message.find("came below ln K at step"), std::string::npos) << f[0].message;
+  }
+  EXPECT_EQ(On(ev, "initial_loss_high", "init_lm_head_std1", "loss").size(), 1u);
+  for (const std::string& run : HealthyRuns())
+    for (const auto& o : Of(ev, "initial_loss_high", run)) ADD_FAILURE() << run << ": " << o.message;
+  EXPECT_GT(RoleCount("healthy_init_mlp_binary", "train_loss"), 0u);
+}
+
+// Held out (tests/data/heldout/ho3_*, tools/cpu_runs/heldout_initial_loss.py: other models,
+// keys and cadences): tabular features in raw units (45x ln 20, Keras-style epoch means), a
+// char LM summing its 32 token losses per sequence (32x ln 96), a temperature that divides
+// (2.3x ln 4 in HF-style 25-step means) are caught; the healthy twins, a fine-tuned encoder with
+// a fresh head (0.12x ln 30522: a pretrained start is below ln K) and two 5-way heads summed
+// (1.99x ln 5: 2 ln K by design, at the ratio's edge) are quiet.
+TEST_F(RealChecksTest, HeldOutFirstLossFarAboveLnK) {
+  const std::vector<std::string> sick = {"ho3_tabular_unscaled_features", "ho3_charlm_loss_summed_per_sequence",
+                                         "ho3_gru_temperature_divides"};
+  const std::vector<std::string> healthy = {"ho3_healthy_tabular_scaled", "ho3_healthy_charlm", "ho3_healthy_gru_clf",
+                                            "ho3_healthy_finetune_new_head", "ho3_healthy_two_heads_summed"};
+  for (const auto& run : sick) CopyRun(HeldOut() + "/" + run, run);
+  for (const auto& run : healthy) CopyRun(HeldOut() + "/" + run, run);
+  const Evaluation ev = Evaluate();
+  EXPECT_EQ(On(ev, "initial_loss_high", sick[0], "epoch_loss").size(), 1u);
+  auto lm = On(ev, "initial_loss_high", sick[1], "lm/train_loss");
+  ASSERT_EQ(lm.size(), 1u);
+  EXPECT_EQ(lm[0].severity, Severity::kWarning);
+  auto gru = On(ev, "initial_loss_high", sick[2], "train/loss");
+  ASSERT_EQ(gru.size(), 1u);
+  EXPECT_EQ(gru[0].severity, Severity::kInfo);
+  EXPECT_EQ(gru[0].onset_step, 25);
+  for (const auto& run : healthy) {
+    EXPECT_GT(RoleCount(run, "train_loss"), 0u) << run;
+    for (const auto& o : Of(ev, "initial_loss_high", run)) ADD_FAILURE() << run << ": " << o.message;
+  }
+}
+
+// A dead layer whose norm is not zero (tools/cpu_runs/dead_layer_runs.py): tower b of a
+// two-tower MLP has its first bias at -20, so its ReLUs never fire and its two layers get only
+// the L2 term of the loss (2 lambda ||W||, 0.5 % smaller at each point) while the loss falls to
+// 0.03 through tower a. Neither zero nor 10^4 apart from the others (0.0025 against 0.005):
+// only their flatness tells. Its healthy twin and a full-batch run (every layer smooth, 0.3 %
+// per point) are quiet.
+TEST_F(RealChecksTest, ALayerWithOnlyARegularizersGradientIsDead) {
+  const Evaluation ev = Evaluate({CpuRuns()});
+  for (const char* layer : {"grad_norm/b.0.weight", "grad_norm/b.2.weight"}) {
+    auto f = On(ev, "layer_grad_imbalance", "dead_tower_l2_in_loss", layer);
+    ASSERT_EQ(f.size(), 1u) << layer;
+    EXPECT_EQ(f[0].onset_step, 0);
+    EXPECT_NE(f[0].message.find("no gradient from the data reaches this layer"), std::string::npos) << f[0].message;
+  }
+  EXPECT_EQ(Of(ev, "layer_grad_imbalance", "dead_tower_l2_in_loss").size(), 2u);
+  for (const char* run : {"healthy_mlp_l2_in_loss", "healthy_full_batch_l2"}) {
+    EXPECT_GT(RoleCount(run, "grad_norm_layer"), 0u) << run;
+    for (const auto& o : Of(ev, "layer_grad_imbalance", run)) ADD_FAILURE() << run << ": " << o.message;
+  }
+}
+
+// Held out (tests/data/heldout/hd_*, tools/cpu_runs/heldout_dead_layers.py, written after the
+// rule): a residual branch behind a zero-initialised gate that was left out of the optimizer
+// (the branch's convolutions flat at 1 % per point, Keras-style L2 in the loss), and a
+// projection .detach()ed by mistake (flat at 0.08 %) are caught; the gate that trains, and a
+// batch of 1024 (less batch noise: 10-14 % per point), are quiet.
+TEST_F(RealChecksTest, HeldOutDeadLayersThatAreNotZero) {
+  for (const char* run : {"hd_gate_left_out_of_optimizer", "hd_projection_detached", "hd_healthy_gate_trained",
+                          "hd_healthy_large_batch"})
+    CopyRun(HeldOut() + "/" + run, run);
+  const Evaluation ev = Evaluate();
+  EXPECT_EQ(On(ev, "layer_grad_imbalance", "hd_gate_left_out_of_optimizer", "gradients/branch.0.weight").size(), 1u);
+  EXPECT_EQ(On(ev, "layer_grad_imbalance", "hd_gate_left_out_of_optimizer", "gradients/branch.2.weight").size(), 1u);
+  EXPECT_EQ(On(ev, "layer_grad_imbalance", "hd_projection_detached", "grad_norm/proj.weight").size(), 1u);
+  for (const char* run : {"hd_healthy_gate_trained", "hd_healthy_large_batch"}) {
+    EXPECT_GT(RoleCount(run, "grad_norm_layer"), 0u) << run;
+    for (const auto& o : Of(ev, "layer_grad_imbalance", run)) ADD_FAILURE() << run << ": " << o.message;
+  }
+}
+
+// Held out (tests/data/heldout/hv_*, tools/cpu_runs/heldout_divergence.py): an LR multiplied by
+// 50 at 40 % of the run, and a resume that rebuilt Adam at 40x the LR, throw an 8-class CNN
+// back to chance (its loss at ln 8 = 2.08, its validation accuracy 0.13) for the rest of the
+// run. 8 is no common class count: K comes from the accuracy's 1/K. A noise augmentation
+// ramped up on the training inputs only is quiet.
+TEST_F(RealChecksTest, HeldOutBlowUpsBackToChanceWithKFromTheAccuracy) {
+  for (const char* run : {"hv_lr_jump_at_40pct", "hv_resume_lost_optimizer_state", "hv_healthy_noise_augmentation_ramp"})
+    CopyRun(HeldOut() + "/" + run, run);
+  const Evaluation ev = Evaluate();
+  auto jump = On(ev, "loss_at_chance", "hv_lr_jump_at_40pct", "train_loss_step");
+  ASSERT_EQ(jump.size(), 1u);
+  EXPECT_EQ(jump[0].onset_step, 480);
+  EXPECT_NE(jump[0].message.find("came back to chance level"), std::string::npos) << jump[0].message;
+  EXPECT_NE(jump[0].message.find("ln 8"), std::string::npos) << jump[0].message;
+  auto resume = On(ev, "loss_at_chance", "hv_resume_lost_optimizer_state", "train_loss_step");
+  ASSERT_EQ(resume.size(), 1u);
+  EXPECT_EQ(resume[0].onset_step, 505);
+  EXPECT_TRUE(Alarms(ev, "hv_healthy_noise_augmentation_ramp").empty());
+}
+
+// A curriculum (tests/data/heldout/ho2_healthy_curriculum: noisier training data every 6 epochs)
+// lifts the training loss 29x from its best while val/acc stays at 0.96-0.97: the model is not
+// coming apart, the data got harder. loss_divergence says so as information; with no
+// evaluation before its rise (sgd_tanh_divergence: LR 5, the loss 49x up by step 3, its
+// accuracy only ever measured after) there is nothing to compare, and it stays critical.
+TEST_F(RealChecksTest, ATrainingLossRiseWithValidationAccuracyHeldIsInformation) {
+  CopyRun(HeldOut() + "/ho2_healthy_curriculum", "ho2_healthy_curriculum");
+  CopyRun(CpuRuns() + "/sgd_tanh_divergence", "sgd_tanh_divergence");
+  const Evaluation ev = Evaluate();
+  auto curriculum = On(ev, "loss_divergence", "ho2_healthy_curriculum", "train/loss");
+  ASSERT_EQ(curriculum.size(), 1u);
+  EXPECT_EQ(curriculum[0].severity, Severity::kInfo);
+  EXPECT_NE(curriculum[0].message.find("but val/acc holds at 0.968 (0.974 before the rise)"), std::string::npos)
+      << curriculum[0].message;
+  EXPECT_TRUE(Alarms(ev, "ho2_healthy_curriculum").empty());
+  auto tanh = On(ev, "loss_divergence", "sgd_tanh_divergence", "train_loss_step");
+  ASSERT_EQ(tanh.size(), 1u);
+  EXPECT_EQ(tanh[0].severity, Severity::kCritical);
+}
+
+// Steps skipped for float16 overflow. Tuning: the padding-norm run's running count of skips
+// (924 of 1200; tools/cpu_runs/runs_checks.py) against its healthy twin's 2. Held out
+// (tests/data/heldout/hf16_*, tools/cpu_runs/heldout_overflow.py, its own scaler emulation): a
+// softmax written by hand without the max subtraction, whose exp() overflows float16 once the
+// logits pass 11.09, logged as skips per logging interval (Megatron-LM's form) and as a 0/1
+// flag per logged step: both caught at the first skip of the stretch (580, 610), not at the
+// calibration's; F.cross_entropy's twins are quiet.
+TEST_F(RealChecksTest, StepsSkippedForOverflowInEachFormTheyAreLogged) {
+  for (const char* run : {"hf16_naive_softmax_interval_count", "hf16_naive_softmax_flag",
+                          "hf16_healthy_stable_ce_interval_count", "hf16_healthy_stable_ce_flag"})
+    CopyRun(HeldOut() + "/" + run, run);
+  CopyRun(CpuRuns() + "/amp_scale_halving_padding_norm", "amp_scale_halving_padding_norm");
+  CopyRun(CpuRuns() + "/healthy_amp_scale", "healthy_amp_scale");
+  const Evaluation ev = Evaluate();
+  auto count = On(ev, "fp16_overflow_steps", "amp_scale_halving_padding_norm", "train/skipped_steps");
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_NE(count[0].message.find("a running count"), std::string::npos) << count[0].message;
+  auto interval = On(ev, "fp16_overflow_steps", "hf16_naive_softmax_interval_count", "skipped-iterations");
+  ASSERT_EQ(interval.size(), 1u);
+  EXPECT_EQ(interval[0].onset_step, 580);
+  EXPECT_NE(interval[0].message.find("counted per logging interval"), std::string::npos) << interval[0].message;
+  auto flag = On(ev, "fp16_overflow_steps", "hf16_naive_softmax_flag", "train/grad_overflow");
+  ASSERT_EQ(flag.size(), 1u);
+  EXPECT_EQ(flag[0].onset_step, 610);
+  for (const char* run : {"healthy_amp_scale", "hf16_healthy_stable_ce_interval_count", "hf16_healthy_stable_ce_flag"}) {
+    EXPECT_GT(RoleCount(run, "overflow_steps"), 0u) << run;
+    for (const auto& o : Of(ev, "fp16_overflow_steps", run)) ADD_FAILURE() << run << ": " << o.message;
+  }
+}
+
 // W&B system metrics of public runs: the GAN notebook's GPU 0 is busy about half the time
 // (44 readings, mean 47 %); 1BIMU's SFT run leaves two of its eight GPUs at 0 and runs others
 // at 14-51 %; the bag-of-tricks transformers keep four GPUs at 98-99 %. Low utilization is

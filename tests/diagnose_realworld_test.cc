@@ -96,6 +96,39 @@ TEST_F(RealWorldTest, LossAtChanceNeedsALongStayAndResolvesWhenItDrops) {
   EXPECT_TRUE(Of(ev, "loss_at_chance", "acc_high").empty());
 }
 
+// Generated: what initial_loss_high will not judge. The same curve (20x ln 10 at step 0, undone
+// in 50 steps) is caught with K in the hparams, and quiet without one (a guessed K cannot tell
+// a bad init from a loss of another scale), with a CTC setting in the hparams (a CTC loss is
+// summed over frames), under an MSE tag, and when the loss climbs from its first point (that
+// is divergence, not a high start). K from the largest class count named: a fine-tuned model's
+// num_labels = 2 beside vocab_size = 30522 is judged against ln 30522.
+TEST_F(RealWorldTest, InitialLossHighNeedsKFromTheHparams) {
+  const double ln10 = std::log(10.0);
+  auto high = [this, ln10](int64_t t) { return (ln10 * (1 + 19 * std::exp(-t / 10.0)) * std::exp(-t / 400.0)) * Noise(0.02); };
+  auto k10 = [](std::vector<std::pair<std::string, testing::HParamValue>> more) {
+    more.emplace_back("num_classes", 10.0);
+    return std::vector<std::string>{testing::HParamsStartEvent(kT0, more, false)};
+  };
+  WriteRun("with_k", 1000, {{"train/loss", high}}, k10({}));
+  WriteRun("no_k", 1000, {{"train/loss", high}});
+  WriteRun("ctc", 1000, {{"train/loss", high}}, k10({{"ctc_loss_reduction", std::string("sum")}}));
+  WriteRun("mse_tag", 1000, {{"train/mse_loss", high}}, k10({}));
+  WriteRun("climbs", 1000, {{"train/loss", [this, ln10](int64_t t) { return ln10 * (3 + t / 10.0) * Noise(0.02); }}}, k10({}));
+  // 11.5 at step 0: 16.6x ln 2, but 1.1x ln 30522.
+  auto five = [this, ln10](int64_t t) { return (ln10 * (1 + 4 * std::exp(-t / 10.0)) * std::exp(-t / 400.0)) * Noise(0.02); };
+  WriteRun("largest_k", 1000, {{"train/loss", five}},
+           {testing::HParamsStartEvent(kT0, {{"num_labels", 2.0}, {"vocab_size", 30522.0}}, false)});
+  WriteRun("small_k", 1000, {{"train/loss", five}}, {testing::HParamsStartEvent(kT0, {{"num_labels", 2.0}}, false)});
+  Evaluation ev = Evaluate();
+  auto caught = Of(ev, "initial_loss_high", "with_k");
+  ASSERT_EQ(caught.size(), 1u);
+  EXPECT_EQ(caught[0].onset_step, 0);
+  EXPECT_EQ(caught[0].severity, Severity::kInfo);  // it came below ln 10: the run undid its init
+  EXPECT_EQ(Of(ev, "initial_loss_high", "small_k").size(), 1u);
+  for (const char* run : {"no_k", "ctc", "mse_tag", "climbs", "largest_k"})
+    for (const auto& o : Of(ev, "initial_loss_high", run)) ADD_FAILURE() << run << ": " << o.message;
+}
+
 // --- 2. Non-finite from the first point ------------------------------------------------------
 
 TEST_F(RealWorldTest, NonFiniteFromTheFirstPointOnRealRuns) {

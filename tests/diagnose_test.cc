@@ -648,6 +648,14 @@ TEST(RuleHeader, ContinuationLinesMayHoldColonsAndATypoedKeyNamesItsLine) {
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.status().message().find("x.sql:2: unknown header key 'severty'"), std::string::npos)
       << typo.status().message();
+  // needs_rows names run fact views; another name is refused at its line.
+  Result<Rule> facts = ParseRule("-- id: x\n-- needs_rows: run_classes, run_planned_steps\nSELECT 1 AS message\n", "x.sql");
+  ASSERT_TRUE(facts.ok()) << facts.status().message();
+  EXPECT_EQ(facts->needs_rows, (std::vector<std::string>{"run_classes", "run_planned_steps"}));
+  Result<Rule> bad = ParseRule("-- id: x\n-- needs_rows: run_clases\nSELECT 1 AS message\n", "x.sql");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("x.sql:2: needs_rows names 'run_clases', not a run fact view (run_classes"),
+            std::string::npos) << bad.status().message();
 }
 
 TEST_F(DiagnoseTest, OnlyRunsWithNewDataAreReexamined) {

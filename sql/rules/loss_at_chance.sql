@@ -33,7 +33,7 @@
 --   share of whichever class a net that learned only the prior guesses
 --
 -- K comes from the hyperparameters (num_labels, num_classes, vocab_size, ...), from an
--- accuracy series at chance (1/K, or the majority share), or, with tighter bounds, from
+-- accuracy series at chance (1/K for any K, or the majority share), or, with tighter bounds, from
 -- common class counts and vocabulary sizes. The loss must sit at ln K (or at the one-hot MSE
 -- level (K-1)/K^2 when the tag says mse or the accuracy is at 1/K) up to its latest values,
 -- since where it last did better than chance: from its first values (a dead init, shuffled
@@ -77,18 +77,8 @@ WITH pts AS (
   SELECT a.tag, (SELECT tw_median(value) / a.scale FROM (SELECT value FROM role_points q WHERE q.run_id = :run_id
                    AND q.series_id = a.series_id AND q.value_class = 0 ORDER BY step DESC LIMIT 5)) AS a, a.series_id, a.scale
   FROM acc_series a ORDER BY 2 DESC LIMIT 1
-), family AS MATERIALIZED (
-  -- The runs whose hyperparameters are this run's (itself, its child runs, a Keras sibling).
-  SELECT member AS run_id FROM run_family WHERE run_id = :run_id
 ), hp AS (
-  SELECT DISTINCT CAST(h.value_num AS INTEGER) AS k, lower(h.key) AS key FROM hparams h
-  WHERE h.run_id IN (SELECT run_id FROM family) AND h.value_type = 'number' AND h.value_num >= 2
-    AND h.value_num = CAST(h.value_num AS INTEGER)
-    AND (lower(h.key) IN ('num_labels', 'num_classes', 'n_classes', 'nclasses', 'nb_classes', 'num_class',
-                          'n_class', 'class_num', 'classes', 'n_labels', 'vocab_size', 'n_vocab',
-                          'tgt_vocab_size', 'output_classes')
-         OR lower(h.key) LIKE '%.num_labels' OR lower(h.key) LIKE '%.num_classes'
-         OR lower(h.key) LIKE '%.n_classes' OR lower(h.key) LIKE '%.vocab_size')
+  SELECT k, key FROM run_classes WHERE run_id = :run_id
 ), common(k) AS (
   VALUES (2), (3), (4), (5), (10), (20), (100), (1000), (21128), (30522), (32000), (32100), (32128),
          (49152), (50257), (50304), (65536), (128256), (151936), (250002), (256000)
@@ -101,6 +91,13 @@ WITH pts AS (
            CASE WHEN acc.a <= (1 + :acc_tol) / c.k THEN ', about 1/' || c.k
                 ELSE ', one class''s share among ' || c.k END
   FROM common c, acc WHERE acc.a BETWEEN (1 - :acc_tol) / c.k AND CASE c.k WHEN 2 THEN 0.75 ELSE 2.0 / c.k END
+  UNION ALL
+  -- And any K the accuracy's 1/K names, common or not (8 classes: an accuracy at 0.13): the
+  -- two integers either side of 1/accuracy; the loss must then sit at ln K as well.
+  SELECT k, 'accuracy', acc.tag || ' at ' || printf('%.3g', acc.a) || ', about 1/' || k
+  FROM (SELECT CAST(1.0 / a AS INTEGER) AS k FROM acc UNION SELECT CAST(1.0 / a AS INTEGER) + 1 FROM acc), acc
+  WHERE acc.a BETWEEN 0.002 AND 0.5 AND k >= 2 AND acc.a BETWEEN (1 - :acc_tol) / k AND (1 + :acc_tol) / k
+    AND k NOT IN (SELECT k FROM common)
   UNION ALL
   SELECT k, 'common', 'the nearest common class count' FROM common
 ), levels AS (

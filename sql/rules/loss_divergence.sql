@@ -32,6 +32,10 @@
 --   rise began (the hinge where flat turns into rising) after at least this fraction of the run:
 --   one that rises from its first step is likelier a maximised objective (an ELBO, a reward, a
 --   log-likelihood) taken for a loss, since its sign does not say which way is better
+-- param acc_hold = 0.03: a validation accuracy whose recent level (median of its last 3
+--   evaluations, all after the loss's best) is within this (absolute, as a fraction) of its
+--   best before the rise says the model still does as well on held-out data: the rise is
+--   information (without an evaluation before the rise there is nothing to compare with)
 -- param blowup_ratio = 10: the smoothed loss this many times above its best so far (an order
 --   of magnitude, which no noisy run does over several points) is a blow-up however it got
 --   there; still there (for min_frac of the run), it has diverged without a trend test (a 40x
@@ -65,6 +69,11 @@
 -- one more: the rise began after a stable stretch (turn_frac), where the onset is put. A loss
 -- learns first and then loses it; a curve that climbs from its first step with no sign to say
 -- which way is better is as likely an ELBO rising through zero.
+--
+-- A validation accuracy that holds: a training loss that climbs 29x while the accuracy on a
+-- fixed held-out set stays at 0.96-0.97 is not a model coming apart (an LR too high takes the
+-- accuracy down with it) but training data that got harder: a curriculum, an augmentation
+-- ramped up, a mix that shifted. That rise is information, and says so.
 --
 -- Blow-ups: the largest excursion of the smoothed curve above its best so far. Ten times that
 -- best over half a smoothing window at least (a rolling median ignores a lone spike) is a
@@ -136,16 +145,31 @@ WITH sized AS MATERIALIZED (
          CASE WHEN log = 1 THEN peak ELSE 1 + (peak_value - best) / max(abs(best), early) END AS peak
   FROM v0 LEFT JOIN turn USING (series_id)
   WHERE log = 1 OR (max(abs(best), early) > 0 AND turn.hinge - turn.lo >= :turn_frac * (turn.hi - turn.lo))
+), acc AS MATERIALIZED (
+  -- Each validation accuracy's evaluations, as fractions (a percentage scaled).
+  SELECT series_id, tag, step, value / CASE WHEN max(value) OVER (PARTITION BY series_id) > 1 THEN 100.0 ELSE 1.0 END AS a
+  FROM val_evals WHERE run_id = :run_id AND role = 'val_acc'
+), up0 AS (
+  -- rl: the run's episode return is still climbing (run_returns_rising). held: a validation
+  -- accuracy measured before the loss's best (its best there is the reference: the model
+  -- before the rise) and at least 3 times since, its last 3 within acc_hold of that best.
+  SELECT v.*, EXISTS (SELECT 1 FROM run_returns_rising WHERE run_id = :run_id) AS rl,
+         (SELECT json_object('tag', x.tag, 'best', max(x.a), 'recent',
+                   (SELECT tw_median(a) FROM (SELECT a FROM acc y WHERE y.series_id = x.series_id ORDER BY step DESC LIMIT 3)),
+                   'since', (SELECT count(*) FROM acc y WHERE y.series_id = x.series_id AND y.step > v.best_step))
+          FROM acc x WHERE x.step <= v.best_step GROUP BY x.series_id ORDER BY max(x.a) DESC LIMIT 1) AS acc_j
+  FROM v
 ), up AS (
-  -- rl: the run's episode return is still climbing (run_returns_rising).
-  SELECT v.*, EXISTS (SELECT 1 FROM run_returns_rising WHERE run_id = :run_id) AS rl FROM v
+  SELECT up0.*, acc_j IS NOT NULL AND json_extract(acc_j, '$.since') >= 3
+                AND json_extract(acc_j, '$.recent') >= json_extract(acc_j, '$.best') - :acc_hold AS held
+  FROM up0
   WHERE (CASE WHEN log = 1 THEN ratio >= 0.7 * peak ELSE ratio - 1 >= 0.7 * (peak - 1) END) AND was_as_high IS NULL
     AND ((ratio >= :ratio AND z >= :trend_z AND frac >= :min_frac)
          OR (ratio >= :sustained_ratio AND z >= :sustained_z AND frac >= :sustained_frac)
          OR (ratio >= :blowup_ratio AND frac >= :min_frac))
     AND (z_recent >= :recent_z OR ratio >= :collapse_ratio OR step_share < :step_share)
 )
-SELECT series_id, CASE WHEN rl THEN 'info' ELSE 'critical' END AS severity,
+SELECT series_id, CASE WHEN rl OR held THEN 'info' ELSE 'critical' END AS severity,
        best_step AS onset_step, best_step AS first_step, last_step,
        tag || ' has risen from its best ' || printf('%.4g', best) ||
          CASE WHEN log = 1 THEN ' at step ' ELSE ' (the rise began at step ' END || best_step ||
@@ -160,18 +184,31 @@ SELECT series_id, CASE WHEN rl THEN 'info' ELSE 'critical' END AS severity,
          CASE WHEN z_recent >= :recent_z THEN '' ELSE '; z ' || printf('%.1f', z_recent) || ' over its later half' END ||
          ')' || CASE WHEN rl
                      THEN '; the episode return is still climbing, and a value or TD loss grows with the returns it ' ||
-                          'predicts: learning, unless the return turns down' ELSE '' END AS message,
+                          'predicts: learning, unless the return turns down'
+                     WHEN held
+                     THEN '; but ' || json_extract(acc_j, '$.tag') || ' holds at ' || printf('%.3g', json_extract(acc_j, '$.recent')) ||
+                          ' (' || printf('%.3g', json_extract(acc_j, '$.best')) || ' before the rise) over the ' ||
+                          json_extract(acc_j, '$.since') || ' evaluations since: the model does as well on held-out data, ' ||
+                          'so the training data likely changed (a curriculum, stronger augmentation, a shifted mix), not the model'
+                     ELSE '' END AS message,
        json_object('series', tag, 'best_step', best_step, 'best', best, 'current', cur,
                    'ratio_to_best', ratio, 'trend_z', z, 'fraction_of_run_since_best', frac,
                    'recent_trend_z', z_recent, 'step_share', step_share,
-                   'smoothing_window', w, 'log_scale', log = 1) AS evidence,
+                   'smoothing_window', w, 'log_scale', log = 1, 'validation_accuracy', json(acc_j)) AS evidence,
        CASE WHEN rl
          THEN 'An RL loss is not a supervised one: the value (or TD) targets are returns, and as the returns grow ' ||
-              'so does the error in predicting them.' END AS cause,
+              'so does the error in predicting them.'
+            WHEN held
+         THEN 'The training loss measures the training batches: when they get harder (a curriculum stage, augmentation ' ||
+              'ramped up, a data mix that shifted, noisier labels) it rises while the model is as good as before.' END AS cause,
        CASE WHEN rl
          THEN 'Nothing while the return climbs; normalize the value targets (VecNormalize(norm_reward=True)) to keep ' ||
               'the loss readable. If the return turns down while this loss climbs, the value function is diverging: ' ||
-              'lower the learning rate, refresh the target network more often.' END AS fix
+              'lower the learning rate, refresh the target network more often.'
+            WHEN held
+         THEN 'Check what the training data did at the onset step (a curriculum stage, an augmentation schedule); if ' ||
+              'nothing changed, look for label noise in the later shards. Watch the validation accuracy: if it turns ' ||
+              'down, this is a divergence.' END AS fix
 FROM up
 UNION ALL
 SELECT series_id, 'warning', ex_from, ex_from, last_step,

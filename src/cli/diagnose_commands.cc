@@ -147,9 +147,19 @@ int Explain(diagnose::Engine& engine, const std::string& glob, const diagnose::E
     std::cerr << "trainwatch: " << st.message() << "\n";
     return 1;
   }
+  // The run fact views Roles() created: which runs have a row in each.
+  std::map<int64_t, std::set<std::string>> facts;
+  for (const diagnose::RunFactView& v : diagnose::RunFactViews()) {
+    Result<store::Stmt> f = engine.db().Prepare("SELECT DISTINCT run_id FROM temp." + v.name);
+    Status st = f.ok() ? f->EachRow([&] { facts[f->Int(0)].insert(v.name); }) : f.status();
+    if (!st.ok()) {
+      std::cerr << "trainwatch: " << st.message() << "\n";
+      return 1;
+    }
+  }
   std::vector<std::string> errors;  // Engine::Open reported them already
   const std::vector<diagnose::Rule> rules = diagnose::LoadRules(options.rules_dir, &errors);
-  std::cout << ExplainRuns(*map, names, rules, options.disabled);
+  std::cout << ExplainRuns(*map, names, facts, rules, options.disabled);
   return 0;
 }
 
@@ -261,6 +271,9 @@ int CmdRules(const Args& args) {
         for (const auto& x : r.roles_any) any += (any.empty() ? "" : " or ") + x;
         roles += (roles.empty() ? "one of " : ", and one of ") + any;
       }
+      for (const auto& v : r.needs_rows)  // a run fact as well (diagnose::RunFactViews)
+        for (const auto& f : diagnose::RunFactViews())
+          if (f.name == v) roles += (roles.empty() ? "" : ", and ") + f.what;
       std::cout << "    needs: " << (roles.empty() ? "-" : roles) << (r.scope_all ? "; runs over every run" : "")
                 << "; from " << r.origin << "\n";
     }

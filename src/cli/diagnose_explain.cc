@@ -32,8 +32,22 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-// What `rule` lacks on a run with roles `have`: "needs X" / "needs X or Y", with examples.
-std::string Missing(const diagnose::Rule& rule, const std::set<std::string>& have) {
+// What a run lacks for a row in each of the fact views `views` names.
+std::vector<std::string> MissingFacts(const std::vector<std::string>& views, const std::set<std::string>& have) {
+  std::vector<std::string> out;
+  for (const std::string& v : views)
+    if (!have.count(v))
+      for (const diagnose::RunFactView& f : diagnose::RunFactViews())
+        if (f.name == v) out.push_back(f.what);
+  return out;
+}
+
+// What `rule` lacks on a run with roles `have`: "needs X" / "needs X or Y", with examples;
+// "needs a class count ... in its hyperparameters" for a fact it lacks.
+std::string Missing(const diagnose::Rule& rule, const std::set<std::string>& have,
+                    const std::set<std::string>& facts) {
+  const std::vector<std::string> no_fact = MissingFacts(rule.needs_rows, facts);
+  if (rule.CanRunWith(have)) return "needs " + Join(no_fact, ", and ");
   std::vector<std::string> lacks;
   for (const std::string& r : rule.roles)
     if (!have.count(r)) lacks.push_back(r);
@@ -47,13 +61,16 @@ std::string Missing(const diagnose::Rule& rule, const std::set<std::string>& hav
   if (any_missing)
     for (const std::string& r : rule.roles_any)
       if (std::string e = ExampleTags(r); !e.empty()) examples.push_back(r + ": " + e);
-  return "needs " + need + (examples.empty() ? "" : " (tags such as " + Join(examples, "; ") + ")");
+  std::string out = "needs " + need + (examples.empty() ? "" : " (tags such as " + Join(examples, "; ") + ")");
+  return no_fact.empty() ? out : out + ", and " + Join(no_fact, ", and ");
 }
 
 }  // namespace
 
 std::string ExplainRuns(const diagnose::RoleMap& map, const std::map<int64_t, std::string>& names,
+                        const std::map<int64_t, std::set<std::string>>& facts,
                         const std::vector<diagnose::Rule>& rules, const std::set<std::string>& disabled) {
+  static const std::set<std::string> kNone;
   std::map<int64_t, std::map<std::string, std::vector<std::string>>> roles;  // run -> role -> tags
   for (const auto& a : map.assignments) roles[a.run_id][a.role].push_back(a.label.empty() ? a.tag : a.label);
   std::ostringstream out;
@@ -62,10 +79,12 @@ std::string ExplainRuns(const diagnose::RoleMap& map, const std::map<int64_t, st
     std::set<std::string> have;
     for (const auto& [role, tags] : found) have.insert(role);
     std::vector<std::string> can, cannot, off;
+    const auto f = facts.find(run);
+    const std::set<std::string>& has_facts = f == facts.end() ? kNone : f->second;
     for (const diagnose::Rule& r : rules) {
       if (disabled.count(r.id)) off.push_back(r.id);
-      else if (r.CanRunWith(have)) can.push_back(r.id);
-      else cannot.push_back(r.id + ": " + Missing(r, have));
+      else if (r.CanRunWith(have) && MissingFacts(r.needs_rows, has_facts).empty()) can.push_back(r.id);
+      else cannot.push_back(r.id + ": " + Missing(r, have, has_facts));
     }
     const auto name = names.find(run);
     out << "run " << (name == names.end() ? std::to_string(run) : name->second) << ": " << can.size() << " of "

@@ -15,9 +15,11 @@
 namespace tw::cli {
 
 // `map`: the role map of the runs to explain (its subjects, in order); `names`: run id to name;
-// `rules`: the rules that would run (built-ins and the rules directory's); `disabled`: their
-// ids turned off by the config. The text ends with a newline.
+// `facts`: run id to the run fact views (diagnose::RunFactViews) it has a row in; `rules`: the
+// rules that would run (built-ins and the rules directory's); `disabled`: their ids turned off
+// by the config. The text ends with a newline.
 std::string ExplainRuns(const diagnose::RoleMap& map, const std::map<int64_t, std::string>& names,
+                        const std::map<int64_t, std::set<std::string>>& facts,
                         const std::vector<diagnose::Rule>& rules, const std::set<std::string>& disabled);
 
 }  // namespace tw::cli

@@ -105,6 +105,21 @@ const std::vector<RolePattern> kDefaults = {
     {"loss_scale", "train_loss_scale", "", "fairseq json log"},
     // GPU utilization in percent, one series per GPU (W&B system metrics; the `process` copies
     // of the same GPUs are left out).
+    // Steps skipped for float16 overflow: a running count, a count per logging interval, or a
+    // 0/1 flag (fp16_overflow_steps tells which from the values).
+    {"overflow_steps", "skipped_steps", "", "common"},
+    {"overflow_steps", "*/skipped_steps", "", "common"},
+    {"overflow_steps", "num_skipped_steps", "", "common"},
+    {"overflow_steps", "*/num_skipped_steps", "", "common"},
+    {"overflow_steps", "skipped_iterations", "", "common"},
+    {"overflow_steps", "*/skipped_iterations", "", "common"},
+    {"overflow_steps", "skipped-iterations", "", "Megatron-LM style"},
+    {"overflow_steps", "overflow_steps", "", "common"},
+    {"overflow_steps", "*/overflow_steps", "", "common"},
+    {"overflow_steps", "overflow_count", "", "common"},
+    {"overflow_steps", "*/overflow_count", "", "common"},
+    {"overflow_steps", "grad_overflow", "", "common"},
+    {"overflow_steps", "*/grad_overflow", "", "common"},
     {"gpu_util", "system/gpu.?.gpu", "", "W&B system metrics"},
     {"gpu_util", "system/gpu.??.gpu", "", "W&B system metrics"},
     {"gpu_util", "system.gpu.?.gpu", "", "W&B public API key form"},
@@ -376,6 +391,15 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
   return map;
 }
 
+const std::vector<RunFactView>& RunFactViews() {
+  static const std::vector<RunFactView> views = {
+      {"run_classes", "a class count or vocabulary size in its hyperparameters (num_classes, num_labels, "
+                      "n_classes, vocab_size, ...)"},
+      {"run_planned_steps", "a planned step count in its hyperparameters (max_steps, total_steps, train_iters, ...)"},
+  };
+  return views;
+}
+
 Status WriteRoleTable(store::Db& db, const RoleMap& map) {
   TW_RETURN_IF_ERROR(db.Exec(
       "CREATE TEMP TABLE IF NOT EXISTS run_roles(run_id INTEGER NOT NULL, role TEXT NOT NULL, "
@@ -412,6 +436,18 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       "WHERE h.value_type = 'number' AND h.value_num > 0 AND lower(h.key) IN ('max_steps', 'total_steps', "
       "'num_training_steps', 'train_steps', 'train_iters', 'max_iter', 'max_iters', 'total_iters', 'num_steps') "
       "GROUP BY f.run_id;"
+      // The class counts (or vocabulary sizes) a run's hyperparameters name: K for a
+      // classifier's chance level ln K. Integers of 2 or more under the usual keys, bare or as
+      // the last part of a nested W&B/HF config key.
+      "CREATE TEMP VIEW IF NOT EXISTS run_classes AS "
+      "SELECT DISTINCT f.run_id, CAST(h.value_num AS INTEGER) AS k, lower(h.key) AS key "
+      "FROM run_family f JOIN main.hparams h ON h.run_id = f.member "
+      "WHERE h.value_type = 'number' AND h.value_num >= 2 AND h.value_num = CAST(h.value_num AS INTEGER) "
+      "  AND (lower(h.key) IN ('num_labels', 'num_classes', 'n_classes', 'nclasses', 'nb_classes', 'num_class', "
+      "       'n_class', 'class_num', 'classes', 'n_labels', 'vocab_size', 'n_vocab', 'tgt_vocab_size', "
+      "       'output_classes') "
+      "    OR lower(h.key) LIKE '%.num_labels' OR lower(h.key) LIKE '%.num_classes' "
+      "    OR lower(h.key) LIKE '%.n_classes' OR lower(h.key) LIKE '%.vocab_size');"
       // The RL runs whose episode return is still climbing at the end (its last tenth above its
       // first, and in its best quarter): their value and TD losses grow with the returns they
       // predict, which the loss rules must not call divergence or unrecovered spikes.

@@ -74,8 +74,18 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
 // one; direction is the role's (+1 higher is better, -1 lower, 0 neither); and
 // val_evals(run_id, role, series_id, tag, direction, step, value), the finite points of the
 // validation roles, one per step; run_family(run_id, member), the runs whose hyperparameters
-// are a run's; and run_planned_steps(run_id, steps), the steps those plan.
+// are a run's; run_planned_steps(run_id, steps), the steps those plan; and
+// run_classes(run_id, k, key), the class counts or vocabulary sizes they name.
 Status WriteRoleTable(store::Db& db, const RoleMap& map);
+
+// The temp views of per-run facts that WriteRoleTable creates and a rule may require a row of
+// (its `needs_rows` header): a rule reading K from `run_classes` cannot judge a run without one,
+// and `diagnose --explain` says so, with what would give the row.
+struct RunFactView {
+  std::string name;  // the temp view, keyed by run_id
+  std::string what;  // what a run needs for a row there, for --explain
+};
+const std::vector<RunFactView>& RunFactViews();
 
 bool GlobMatch(const std::string& glob, const std::string& text);  // case-insensitive
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "diagnose/roles.h"
 #include "diagnose/verdict.h"
 
 namespace tw::diagnose {
@@ -79,6 +80,13 @@ Status ParseParam(std::string_view v, RuleParam* p) {
   return Status::Ok();
 }
 
+// "run_classes, run_planned_steps": the names a needs_rows header may use.
+std::string FactViewNames() {
+  std::string out;
+  for (const RunFactView& f : RunFactViews()) out += (out.empty() ? "" : ", ") + f.name;
+  return out;
+}
+
 }  // namespace
 
 bool Rule::CanRunWith(const std::set<std::string>& have) const {
@@ -137,6 +145,11 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
       r.roles = SplitList(value);
     } else if (key == "roles_any") {
       r.roles_any = SplitList(value);
+    } else if (key == "needs_rows") {
+      r.needs_rows = SplitList(value);
+      for (const std::string& v : r.needs_rows)
+        if (std::none_of(RunFactViews().begin(), RunFactViews().end(), [&](const RunFactView& f) { return f.name == v; }))
+          return fail("needs_rows names '" + v + "', not a run fact view (" + FactViewNames() + ")");
     } else if (key == "scope") {
       if (value != "run" && value != "all") return fail("scope must be run or all");
       r.scope_all = value == "all";
@@ -157,7 +170,8 @@ Result<Rule> ParseRule(std::string_view text, const std::string& origin) {
       last_text = &r.fix;
     } else {
       return fail("unknown header key '" + std::string(key) +
-                  "' (expected id, title, severity, roles, roles_any, scope, for, inhibited_by, fires, param, cause, fix)");
+                  "' (expected id, title, severity, roles, roles_any, needs_rows, scope, for, inhibited_by, fires, param, "
+                  "cause, fix)");
     }
   }
   if (r.id.empty()) return InvalidArgument(origin + ": the header has no '-- id:' line");

@@ -5,6 +5,7 @@
 //   -- severity: warning                 info | warning | critical (a row may override)
 //   -- roles: train_loss                 the run must have every role listed
 //   -- roles_any: val_loss, val_acc      and at least one of these (what else it reads)
+//   -- needs_rows: run_classes           and a row in each of these run fact views (roles.h)
 //   -- scope: run                        run (default): once per examined run, :run_id bound;
 //                                        all: once per cycle over every run (rows name run_id)
 //   -- for: 0                            seconds of the run's own time the condition must hold
@@ -48,6 +49,7 @@ struct Rule {
   Severity severity = Severity::kWarning;
   std::vector<std::string> roles;
   std::vector<std::string> roles_any;  // at least one of these too (empty: no such need)
+  std::vector<std::string> needs_rows;  // run fact views (RunFactViews) the run needs a row in
   bool scope_all = false;
   double for_seconds = 0;
   std::vector<std::string> inhibited_by;

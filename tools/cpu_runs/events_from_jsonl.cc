@@ -1,20 +1,23 @@
 // tw-events-from-jsonl: turns one run's scalar log, written as JSON lines by
 // tools/cpu_runs/make_cpu_runs.py, into a TensorBoard event file, using the project's test writer.
 //
-//   tw-events-from-jsonl [--tf2] [--pid N] IN.jsonl OUT_DIR
+//   tw-events-from-jsonl [--tf2] [--pid N] [--hparams FILE.json] IN.jsonl OUT_DIR
 //
 // Each input line is a flat object {"tag": "...", "step": N, "wall_time": T, "value": V}, where
 // V is a number or one of the strings "nan", "inf", "-inf" (JSON has no literal for them).
 // The file gets a FileVersionEvent (torch source metadata, or none with --tf2) then one scalar
 // event per line, in input order: SimpleScalarEvent (PyTorch/tensorboardX style) or, with --tf2,
 // a TF2 tensor scalar with the plugin metadata on a tag's first value (Keras style). The name is
-// events.out.tfevents.<first wall time>.cpu.<pid>.0 (".v2" with --tf2). Errors go to stderr
+// events.out.tfevents.<first wall time>.cpu.<pid>.0 (".v2" with --tf2). --hparams adds the
+// hparams plugin's experiment and session start events after the FileVersionEvent, as PyTorch's
+// add_hparams writes them, from a flat JSON object (numbers, strings, booleans). Errors go to stderr
 // with exit status 1.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -70,16 +73,36 @@ std::vector<Point> ReadPoints(const std::string& path) {
   return points;
 }
 
+// A flat JSON object of hyperparameters, in the file's key order.
+std::vector<std::pair<std::string, tw::testing::HParamValue>> ReadHParams(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::pair<std::string, tw::testing::HParamValue>> out;
+  const boost::json::value doc = boost::json::parse(text);
+  for (const auto& kv : doc.as_object()) {
+    const boost::json::value& v = kv.value();
+    if (v.is_bool()) out.emplace_back(kv.key(), v.as_bool());
+    else if (v.is_string()) out.emplace_back(kv.key(), std::string(v.as_string()));
+    else if (v.is_number()) out.emplace_back(kv.key(), boost::json::value_to<double>(v));
+    else throw std::runtime_error(path + ": hparam " + std::string(kv.key()) + " is not a number, string or bool");
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool tf2 = false;
   int pid = 4242;
+  std::string hparams_path;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--tf2") {
       tf2 = true;
+    } else if (a == "--hparams" && i + 1 < argc) {
+      hparams_path = argv[++i];
     } else if (a == "--pid" && i + 1 < argc) {
       pid = std::atoi(argv[++i]);
     } else {
@@ -87,7 +110,7 @@ int main(int argc, char** argv) {
     }
   }
   if (args.size() != 2) {
-    std::cerr << "usage: tw-events-from-jsonl [--tf2] [--pid N] IN.jsonl OUT_DIR\n";
+    std::cerr << "usage: tw-events-from-jsonl [--tf2] [--pid N] [--hparams FILE.json] IN.jsonl OUT_DIR\n";
     return 1;
   }
   try {
@@ -97,6 +120,10 @@ int main(int argc, char** argv) {
     if (tf2) name += ".v2";
     tw::testing::EventFileWriter writer(args[1] + "/" + name);
     writer.Add(tw::testing::FileVersionEvent(t0, tf2 ? "" : tw::testing::kTorchSourceWriter));
+    if (!hparams_path.empty()) {
+      writer.Add(tw::testing::HParamsExperimentEvent(t0));
+      writer.Add(tw::testing::HParamsStartEvent(t0, ReadHParams(hparams_path), tf2));
+    }
     std::set<std::string> seen;
     for (const Point& p : points) {
       if (tf2) {
