@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +48,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -112,6 +114,10 @@ struct Roles {
   Pts scale;                                       // mixed precision's dynamic loss scale
   Pts skipped;                                     // steps skipped for float16 overflow (a form per style)
   std::vector<std::pair<std::string, Pts>> layers;  // per-layer gradient norms, by layer name
+  // Activation statistics and QAT losses, by their full tag (each kind names them in its
+  // writer's style), and histograms of ternary weights: (tag, step, samples).
+  std::vector<std::pair<std::string, Pts>> tagged;
+  std::vector<std::tuple<std::string, int64_t, std::vector<double>>> hists;
 };
 
 struct Case {
@@ -254,6 +260,155 @@ int64_t MinPoints(const std::string& kind) {
   if (kind == "plateau_stuck") return 400;
   if (kind == "spikes_recurring" || kind == "spikes_levelshift" || kind == "epoch_jumps") return 300;
   return 100;
+}
+
+// Activation statistics, QAT losses and ternary weight histograms (issue 18 part 3), on top of a
+// healthy loss curve. Each kind names its tags as a writer of its style might. False when `k`
+// is none of them.
+bool GenerateActivations(Gen& g, const std::string& k) {
+  Case& c = g.c;
+  Rng& r = g.r;
+  const std::string& st = c.style;
+  char buf[160];
+  auto clamp01 = [](double x) { return std::clamp(x, 0.0, 1.0); };
+  // A share that sits at `from` and moves to `to` around `at` (a logistic `width` steps wide).
+  auto share = [&](double from, double to, double at, double width, double sd) {
+    Pts p;
+    for (int64_t s : g.steps) {
+      const double f = 1 / (1 + std::exp(-(static_cast<double>(s) - at) / std::max(1.0, width)));
+      p.Add(s, clamp01(from + (to - from) * f + r.N(sd)));
+    }
+    return p;
+  };
+  auto layer_tag = [&](const std::string& what, int i) {
+    if (st == "pytorch") std::snprintf(buf, sizeof buf, "act/%s/layer%d", what.c_str(), i);
+    else if (st == "hf") std::snprintf(buf, sizeof buf, "train/%s/fc%d", what.c_str(), i);
+    else if (st == "lightning") std::snprintf(buf, sizeof buf, "%s/block_%d", what.c_str(), i);
+    else std::snprintf(buf, sizeof buf, "activations/layer_%d/%s", i, what.c_str());
+    return std::string(buf);
+  };
+  const int layers = r.I(2, 4);
+  const double L = static_cast<double>(g.L);
+  if (k == "dead_relu" || k == "relu_sparse_ok") {
+    // Dead-unit shares (pytorch, hf, lightning) or zero-output shares (tf2: fraction_of_zero_values).
+    g.Base();
+    const bool zero = st == "tf2";
+    const int sick = k == "dead_relu" ? r.I(0, layers - 1) : -1;
+    const bool from_start = r.U(0, 1) < 0.3;
+    const double at = from_start ? -L : L * r.U(0.05, 0.4);
+    for (int i = 0; i < layers; ++i) {
+      const std::string tag = zero ? "dnn/hiddenlayer_" + std::to_string(i) + "/fraction_of_zero_values"
+                                   : layer_tag(st == "hf" ? "dead_neurons" : "relu_dead_frac", i + 1);
+      const double base = zero ? r.U(0.35, 0.7) : r.U(0.0, 0.2);
+      if (i == sick) {
+        c.roles.tagged.push_back({tag, share(base, zero ? r.U(0.93, 1.0) : r.U(0.55, 1.0), at, L * 0.02, 0.02)});
+      } else if (k == "relu_sparse_ok" && i == 0) {
+        // A transient: most units off for a while after an LR spike, then back.
+        Pts p = share(base, zero ? 0.95 : 0.7, L * 0.3, L * 0.01, 0.02);
+        for (size_t j = 0; j < p.v.size(); ++j)
+          if (p.step[j] > L * 0.5) p.v[j] = clamp01(base + r.N(0.02));
+        c.roles.tagged.push_back({tag, p});
+      } else {
+        c.roles.tagged.push_back({tag, share(base, base + r.U(-0.1, 0.1), L * 0.5, L * 0.2, 0.02)});
+      }
+    }
+    if (sick >= 0) c.onset = g.AtOrAfter(std::max<int64_t>(0, static_cast<int64_t>(at)), g.steps);
+    std::snprintf(buf, sizeof buf, ", %d layers, %s", layers, sick >= 0 ? (from_start ? "dead from start" : "dies") : "alive");
+    c.extra += buf;
+  } else if (k == "saturation" || k == "saturation_ok") {
+    g.Base();
+    const int sick = k == "saturation" ? r.I(0, layers - 1) : -1;
+    const double at = r.U(0, 1) < 0.4 ? -L : L * r.U(0.05, 0.5);
+    for (int i = 0; i < layers; ++i) {
+      const std::string tag = layer_tag(st == "lightning" ? "saturation" : "tanh_sat_frac", i + 1);
+      const double base = r.U(0.0, 0.1);
+      c.roles.tagged.push_back({tag, i == sick ? share(base, r.U(0.55, 0.95), at, L * 0.02, 0.02)
+                                               : share(base, base + r.U(0.0, 0.3), L * r.U(0.3, 0.9), L * 0.1, 0.02)});
+    }
+    if (sick >= 0) c.onset = g.AtOrAfter(std::max<int64_t>(0, static_cast<int64_t>(at)), g.steps);
+    c.extra += sick >= 0 ? ", saturates" : ", some saturation late";
+  } else if (k == "attn_collapse" || k == "attn_sharpens") {
+    // Per-head entropies from ln(keys) at initialization. attn_collapse: most heads fall to a
+    // few percent of it early; attn_sharpens (trap): gradual sharpening, one induction-like head
+    // sharp.
+    g.Base();
+    const int heads = r.Pick(std::vector<int>{1, 4, 8, 12});
+    const double h0 = std::log(r.Pick(std::vector<double>{16, 64, 128, 512}));
+    const double at = L * r.U(0.03, 0.25);
+    const int collapsing = k == "attn_collapse" ? std::max(1, static_cast<int>(std::ceil(heads * r.U(0.6, 1.0)))) : 0;
+    int64_t first = g.L;
+    for (int h = 0; h < heads; ++h) {
+      std::snprintf(buf, sizeof buf, st == "pytorch" ? "attn_entropy/head_%d" : st == "hf" ? "train/attention_entropy/head_%d"
+                                     : st == "lightning" ? "attention/entropy/h%d" : "attn/layer0/entropy_head%d", h);
+      const bool down = h < collapsing;
+      const bool sharp_head = k == "attn_sharpens" && heads >= 4 && h == 0;
+      const double end = down || sharp_head ? r.U(0.01, 0.12) : r.U(0.35, 0.9);
+      const double when = down ? at : L * r.U(0.2, 0.7);
+      Pts p;
+      for (int64_t s : g.steps) {
+        const double f = 1 - std::exp(-static_cast<double>(s) / std::max(1.0, when / 3));
+        p.Add(s, std::max(0.0, h0 * (1 - (1 - end) * f) * g.Noise(0.03)));
+      }
+      if (down) {
+        for (size_t j = 0; j < p.v.size(); ++j)
+          if (p.v[j] <= 0.2 * h0) {
+            first = std::min(first, p.step[j]);
+            break;
+          }
+      }
+      c.roles.tagged.push_back({buf, p});
+    }
+    if (collapsing) c.onset = first;
+    std::snprintf(buf, sizeof buf, ", %d heads, %d collapse", heads, collapsing);
+    c.extra += buf;
+  } else if (k == "qat_gap" || k == "qat_constant") {
+    // The quantized and the float model's losses at the evaluations. qat_gap: the gap holds at a
+    // few percent, then widens from 30-60 % of the run; qat_constant (trap): a gap of 5-40 %
+    // of the float loss from early on, held.
+    g.Base();
+    const double rel = k == "qat_gap" ? r.U(0.01, 0.05) : r.U(0.05, 0.4);
+    const double from = L * r.U(0.3, 0.6), grow = r.U(0.5, 2.0);
+    const std::string qtag = st == "pytorch" ? "qat/loss" : st == "hf" ? "eval/quantized_loss" : st == "lightning" ? "val_loss_int8" : "loss/quant";
+    const std::string ftag = st == "pytorch" ? "fp32/loss" : st == "hf" ? "eval/fp32_loss" : st == "lightning" ? "val_loss_fp32" : "loss/float";
+    Pts q, f;
+    for (int64_t s : g.evals) {
+      const double t = static_cast<double>(s), fl = 1.05 * g.pl(t) + 0.05;
+      const double widen = k == "qat_gap" && t > from ? grow * (t - from) / (L - from) : 0;
+      const double early = 1 - std::exp(-t / (0.05 * L));  // both start as the untrained model
+      f.Add(s, fl * g.Noise(0.01));
+      q.Add(s, fl * (1 + early * rel + widen) * g.Noise(0.01));
+    }
+    c.roles.tagged.push_back({qtag, q});
+    c.roles.tagged.push_back({ftag, f});
+    if (k == "qat_gap") c.onset = g.AtOrAfter(static_cast<int64_t>(from), g.evals);
+    std::snprintf(buf, sizeof buf, ", gap %.2f%s", rel, k == "qat_gap" ? " then widening" : " held");
+    c.extra += buf;
+  } else if (k == "ternary_collapse" || k == "ternary_ok") {
+    // Histograms of two ternary layers' weights {-a, 0, +a} every ~20th of the run.
+    g.Base();
+    const int sick = k == "ternary_collapse" ? r.I(0, 1) : -1;
+    const double at = L * r.U(0.1, 0.5), a = r.U(0.01, 0.5);
+    const int64_t every = std::max<int64_t>(c.interval, (g.L / 20 / c.interval) * c.interval);
+    for (int i = 0; i < 2; ++i) {
+      const double z0 = r.U(0.3, 0.5), z1 = i == sick ? r.U(0.92, 1.0) : r.U(0.3, 0.75);
+      for (int64_t s = 0; s < g.L; s += every) {
+        const double f = 1 / (1 + std::exp(-(static_cast<double>(s) - at) / (0.03 * L)));
+        const double z = clamp01(z0 + (z1 - z0) * (i == sick || k == "ternary_ok" ? f : 0));
+        const int n = 512, zeros = static_cast<int>(std::lround(z * n));
+        // The collapse's onset: the first histogram with 90 % of the layer at 0.
+        if (i == sick && z >= 0.9 && c.onset < 0) c.onset = s;
+        std::vector<double> w;
+        for (int j = 0; j < n; ++j) w.push_back(j < zeros ? 0.0 : (j % 2 ? a : -a));
+        std::snprintf(buf, sizeof buf, st == "pytorch" ? "weights/ternary/layer%d" : st == "hf" ? "ternary_weights/fc%d"
+                                       : st == "lightning" ? "model.layer%d.ternary_weight" : "ternary/dense_%d", i + 1);
+        c.roles.hists.push_back({buf, s, std::move(w)});
+      }
+    }
+    c.extra += sick >= 0 ? ", a layer collapses to 0" : ", zero share drifts";
+  } else {
+    return false;
+  }
+  return true;
 }
 
 bool Generate(Case& c, Rng& r) {
@@ -778,6 +933,7 @@ bool Generate(Case& c, Rng& r) {
     }
     std::snprintf(buf, sizeof buf, ", scale: growth %lld, overflow p %.3f, settle %d", static_cast<long long>(growth), p, settle);
     c.extra += buf;
+  } else if (GenerateActivations(g, k)) {
   } else {
     Die("unknown kind " + k);
   }
@@ -878,6 +1034,27 @@ void WriteCase(const std::string& root, const Case& c) {
   emit(evs, n.acc, r.acc, 10);
   emit(evs, n.scale, r.scale, 11);
   emit(evs, n.skipped, r.skipped, 12);
+  for (const auto& [tag, pts] : r.tagged) emit(evs, tag, pts, 14);
+  for (const auto& [tag, step, samples] : r.hists) {
+    // torch's add_histogram (TensorFlow's default limits) or a TF2 histogram tensor of 30 bins.
+    const double w = wall(step) + 13e-3;
+    if (tensor) {
+      const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+      const double width = std::max(1e-9, (*hi - *lo) / 30);
+      std::vector<std::array<double, 3>> b(30);
+      for (int i = 0; i < 30; ++i) b[i] = {*lo + i * width, *lo + (i + 1) * width, 0};
+      for (double x : samples) b[std::min<size_t>(29, static_cast<size_t>((x - *lo) / width))][2] += 1;
+      evs.push_back({step, 13, testing::Tf2HistogramEvent(tag, step, w, b, step == 0)});
+    } else {
+      std::vector<double> limits;
+      for (double v = 1e-12; v < 1e20; v *= 1.1) limits.push_back(v);
+      std::vector<double> all(limits.rbegin(), limits.rend());
+      for (double& v : all) v = -v;
+      all.push_back(0);
+      all.insert(all.end(), limits.begin(), limits.end());
+      evs.push_back({step, 13, testing::HistogramEvent(tag, step, w, samples, all)});
+    }
+  }
   const int64_t last = r.train.step.empty() ? 0 : r.train.step.back();
   if (c.clean_stop) evs.push_back({last, 99, testing::SessionLogEvent(last, wall(last) + 1, 2)});
   if (c.clip > 0 || c.classes > 0) {
@@ -975,6 +1152,18 @@ std::vector<KindSpec> Kinds() {
       {"layers_full_batch", "", 8, {"pytorch", "lightning", "tf2"}},
       {"overflow_steady", "fp16_overflow_steps", 12, kAll},
       {"overflow_calibration", "", 8, kAll},
+      // Issue 18 part 3, activations and QAT: last, so that every earlier case keeps its serial
+      // number and with it its draw.
+      {"dead_relu", "dead_relu", 16, kAll},
+      {"saturation", "activation_saturation", 12, {"pytorch", "hf", "lightning"}},
+      {"attn_collapse", "attention_entropy_collapse", 16, kAll},
+      {"qat_gap", "qat_gap_widening", 12, kAll},
+      {"ternary_collapse", "ternary_weight_collapse", 12, kAll},
+      {"relu_sparse_ok", "", 16, kAll},
+      {"saturation_ok", "", 12, {"pytorch", "hf", "lightning"}},
+      {"attn_sharpens", "", 16, kAll},
+      {"qat_constant", "", 12, kAll},
+      {"ternary_ok", "", 12, kAll},
   };
 }
 

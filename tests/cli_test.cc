@@ -171,6 +171,11 @@ TEST(Cli, DiagnoseExplainNamesTheChecksARunCannotFeed) {
       << out;
   EXPECT_NE(out.find("step_time_creep: needs step_time or steps_per_sec"), std::string::npos) << out;
   EXPECT_NE(out.find("gpu_util_low: needs gpu_util"), std::string::npos) << out;
+  // Roles only inference names (activation statistics, the QAT pair) come with examples too.
+  EXPECT_NE(out.find("dead_relu: needs dead_units or act_zero_frac (tags such as dead_units: 'act/relu_dead_frac/layer2'"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("qat_gap_widening: needs qat_loss and fp_loss (tags such as qat_loss: 'qat/loss'"), std::string::npos)
+      << out;
   // It logs eval/accuracy, so the loss-accuracy check can run; nothing is diagnosed.
   EXPECT_EQ(out.find("loss_acc_disagree:"), std::string::npos) << out;
   EXPECT_EQ(out.find("[warning"), std::string::npos) << out;

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "diagnose/role_inference.h"
 #include "diagnose/roles.h"
 #include "diagnose/rule.h"
 
@@ -23,6 +24,8 @@ std::string ExampleTags(const std::string& role) {
     out += (n ? ", '" : "'") + p.tag_glob + "'";
     ++n;
   }
+  // Roles that only inference names (their tags vary too much for exact patterns).
+  for (const std::string& tag : diagnose::InferredExampleTags(role)) out += (out.empty() ? "'" : ", '") + tag + "'";
   return out;
 }
 

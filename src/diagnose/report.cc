@@ -30,6 +30,7 @@ std::pair<std::string, std::string> Sparkline(store::Db& db, const Observation& 
   Result<bool> row = q->Step();
   if (!row.ok() || !*row || q->IsNull(0)) return {};
   std::string spark = q->Text(0);
+  if (spark.empty()) return {};  // no scalar points: a histogram series (ternary_weights)
   const int64_t lo = q->Int(1), hi = q->Int(2);
   std::string marker;
   if (o.onset_step && hi > lo) {

@@ -304,7 +304,84 @@ bool GuessMemory(const Tokens& t, double plain, std::vector<RoleGuess>* out) {
   return true;
 }
 
+// Activation statistics, per layer or head: the share of a layer's units that never fired over a
+// batch (dead), the share of its outputs that are exactly zero (a ReLU layer's sparsity, ~50 %
+// when healthy), the share pinned at a squashing function's limits, an attention head's entropy.
+// Counts ("num_dead", "dead_count") are no shares, and a weight's or gradient's sparsity (pruning
+// masks) is no activation's. Ends the search for any tag that names one of these quantities.
+const Words kDeadWords = {"dead", "dying", "dormant"};
+const Words kShareWords = {"frac", "fraction", "ratio", "share", "pct", "percent", "percentage", "rate", "prop"};
+const Words kCountWords = {"count", "num", "number", "n", "total"};
+const Words kNotActivationWords = {"weight", "weights", "param", "params", "grad", "grads", "gradient",
+                                   "gradients", "mask", "pruning", "pruned", "gpu", "clip", "clipping"};
+const Words kSaturationWords = {"saturation", "saturated", "saturate", "sat"};
+const Words kAttentionWords = {"attn", "attention", "att", "attentions", "selfattn"};
+
+bool GuessActivation(const Tokens& t, double plain, std::vector<RoleGuess>* out) {
+  const bool dead = Any(t, kDeadWords);
+  const bool zeros = (t.count("zero") || t.count("zeros")) && (Any(t, kShareWords) || t.count("of"));
+  const bool sparsity = t.count("sparsity") > 0;
+  // "sat" alone is too short to trust (a SAT solver, Saturday): with a squashing function or a share.
+  const bool saturation = Any(t, {"saturation", "saturated", "saturate"}) ||
+                          (t.count("sat") && (t.count("tanh") || t.count("sigmoid") || Any(t, kShareWords)));
+  const bool entropy = t.count("entropy") && Any(t, kAttentionWords);
+  if (!dead && !zeros && !sparsity && !saturation && !entropy) return false;
+  if (Any(t, kNotActivationWords) || Any(t, kCountWords)) return true;
+  if (entropy) {
+    Add(out, "attn_entropy", 0.8 - plain, "an attention entropy (" + Because(t, kAttentionWords) + ", entropy)");
+  } else if (dead) {
+    Add(out, "dead_units", 0.75 - plain, "a share of dead units (" + Because(t, kDeadWords) + ")");
+  } else if (zeros || sparsity) {
+    Add(out, "act_zero_frac", 0.7 - plain, std::string("a share of zero activations (") +
+                                               (sparsity ? "sparsity" : "zero") + ")");
+  } else {
+    Add(out, "act_saturation", 0.7 - plain, "a share of saturated units (" + Because(t, kSaturationWords) + ")");
+  }
+  return true;
+}
+
+// A quantization-aware run's two losses: the quantized model's and the full-precision one's.
+// Offered beside the loss guess (the tag stays a loss as well), for the QAT rule to pair them.
+const Words kQuantWords = {"qat", "quant", "quantized", "quantised", "quantization", "quantisation",
+                           "int8", "int4", "int2", "w4a8", "w8a8", "ternary", "lowbit"};
+const Words kFullPrecisionWords = {"fp32", "fp", "float", "float32", "full", "fullprecision", "unquantized",
+                                   "fp16", "bf16"};
+
+void GuessQuantizedLoss(const Tokens& t, double plain, std::vector<RoleGuess>* out) {
+  const bool lossy = Any(t, kLossWords) || (t.count("cross") && t.count("entropy"));
+  if (!lossy || Any(t, kNotLossWords)) return;
+  const bool quant = Any(t, kQuantWords) && !t.count("unquantized");
+  const bool full = Any(t, kFullPrecisionWords) && (!t.count("full") || t.count("precision"));
+  if (quant == full) return;  // neither, or both ("fp32_vs_int8_loss": a gap, not a loss)
+  if (quant) Add(out, "qat_loss", 0.75 - plain, "the quantized model's loss (" + Because(t, kQuantWords) + ")");
+  else Add(out, "fp_loss", 0.75 - plain, "the full-precision model's loss (" + Because(t, kFullPrecisionWords) + ")");
+}
+
 }  // namespace
+
+std::vector<std::string> InferredExampleTags(const std::string& role) {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> kExamples = {
+      {"dead_units", {"act/relu_dead_frac/layer2", "dnn/hiddenlayer_0/dead_neurons_pct"}},
+      {"act_zero_frac", {"dnn/hiddenlayer_0/fraction_of_zero_values", "activations/fc1/zero_fraction"}},
+      {"act_saturation", {"act/tanh_sat_frac/layer1", "saturation/sigmoid_2"}},
+      {"attn_entropy", {"attn_entropy/head_3", "attention/entropy/block0"}},
+      {"qat_loss", {"qat/loss", "eval/quantized_loss"}},
+      {"fp_loss", {"fp32/loss", "eval/fp_loss"}},
+      {"ternary_weights", {"weights/ternary/layer1", "ternary_weights/fc2"}},
+  };
+  for (const auto& [r, tags] : kExamples)
+    if (r == role) return tags;
+  return {};
+}
+
+std::vector<RoleGuess> GuessHistogramRoles(const std::string& tag) {
+  const std::vector<std::string> words = TagTokens(tag);
+  const Tokens t(words.begin(), words.end());
+  std::vector<RoleGuess> out;
+  if (Any(t, {"ternary", "ternarized", "ternarised", "trit", "trits", "tern"}) && !Any(t, {"grad", "grads", "gradient"}))
+    Add(&out, "ternary_weights", 0.75, "a ternary layer's weights");
+  return out;
+}
 
 int RoleDirection(const std::string& role) {
   if (role == "train_loss" || role == "val_loss") return -1;
@@ -348,6 +425,8 @@ std::vector<RoleGuess> GuessRoles(const std::string& tag, bool validation_run) {
   const Phase phase = PhaseOf(t, validation_run);
   const NameShape name = ShapeOfName(tag, words);
   std::vector<RoleGuess> out;
+  if (GuessActivation(t, name.verbosity, &out)) return out;
+  if (!validation_run) GuessQuantizedLoss(t, name.verbosity, &out);
   // Order matters: "lr_loss_scale" is no loss, "grad_norm_time" no gradient norm. The first
   // family a name belongs to decides, and a name that rules itself out ends the search. A
   // validation sibling's series are about validation: no optimizer, speed or memory there.
@@ -423,8 +502,9 @@ std::string ShapeObjection(const std::string& role, const SeriesShape& s) {
     if (s.max <= 0) return "never positive";
   } else if (role == "epoch") {
     if (s.nondecreasing < 0.99) return "it goes down";
-  } else if (role == "train_acc" || role == "val_acc") {
-    if (s.max > 100) return "values above 100";
+  } else if (role == "train_acc" || role == "val_acc" || role == "dead_units" || role == "act_zero_frac" ||
+             role == "act_saturation") {
+    if (s.max > 100) return "values above 100";  // shares, as fractions or percentages
   }
   return "";
 }

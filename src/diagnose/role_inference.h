@@ -38,6 +38,14 @@ struct RoleGuess {
 // Object Detection API's `eval/`), so a tag without a phase of its own is about validation.
 std::vector<RoleGuess> GuessRoles(const std::string& tag, bool validation_run);
 
+// Tags that role inference reads as `role`, for roles no exact built-in pattern names (the
+// activation statistics, the QAT losses, ternary weight histograms): examples for
+// `diagnose --explain`. Empty for other roles.
+std::vector<std::string> InferredExampleTags(const std::string& role);
+
+// The histogram roles a histogram series' tag suggests (a ternary layer's weights).
+std::vector<RoleGuess> GuessHistogramRoles(const std::string& tag);
+
 // What a series' values look like (its first points in step order suffice).
 struct SeriesShape {
   int64_t points = 0;   // all points, non-finite included

@@ -164,7 +164,20 @@ const std::vector<RolePattern> kDefaults = {
     {"reward", "*/ep_rew_mean", "", "Stable-Baselines3"},
     {"reward", "charts/episodic_return", "", "CleanRL"},
     {"reward", "*episode_reward_mean", "", "RLlib / Tune"},
+    // Activations, one series per layer or head (tags role inference reads by their words as
+    // well: act/relu_dead_frac/layer2, activations/fc1/zero_fraction, attn_entropy/head_3).
+    {"act_zero_frac", "*/fraction_of_zero_values", "", "TF Estimator DNN (tf.math.zero_fraction)"},
+    {"act_zero_frac", "*/zero_fraction", "", "tf.math.zero_fraction"},
+    {"attn_entropy", "attn_entropy*", "", "common"},
+    {"attn_entropy", "*/attn_entropy*", "", "common"},
+    {"attn_entropy", "attention_entropy*", "", "EOLE / common"},
+    {"attn_entropy", "*/attention_entropy*", "", "EOLE / common"},
+    // Histograms of a ternary layer's quantized weights (TTQ, TWN, BitNet b1.58 runs).
+    {"ternary_weights", "*ternary*", "", "ternary weight histograms"},
 };
+
+// Roles played by histogram series (every other role by scalars).
+const std::set<std::string> kHistogramRoles = {"ternary_weights"};
 
 struct RunInfo {
   int64_t id = 0;
@@ -186,13 +199,17 @@ const std::vector<RolePattern>& DefaultRolePatterns() { return kDefaults; }
 
 // Roles several series of a run may hold at once (gan_loss: a GAN's players, which only
 // inference assigns, so no default pattern names it).
-const std::set<std::string> kMultiRoles = {"grad_norm_layer", "gan_loss", "gpu_util"};
+const std::set<std::string> kMultiRoles = {"grad_norm_layer", "gan_loss", "gpu_util", "dead_units",
+                                           "act_zero_frac", "act_saturation", "attn_entropy",
+                                           "ternary_weights"};
 
 bool IsMultiRole(const std::string& role) { return kMultiRoles.count(role) > 0; }
+bool IsHistogramRole(const std::string& role) { return kHistogramRoles.count(role) > 0; }
 
 std::vector<std::string> KnownRoles() {
   std::set<std::string> roles = kMultiRoles;
   for (const auto& p : kDefaults) roles.insert(p.role);  // "ignore" among them
+  roles.insert({"qat_loss", "fp_loss"});  // only inference names them (a tag keeps its loss role too)
   return {roles.begin(), roles.end()};
 }
 
@@ -285,7 +302,8 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
 
   RoleMap map;
   Result<store::Stmt> series =
-      db.Prepare("SELECT series_id, tag FROM series WHERE run_id = ? AND kind = 'scalar' ORDER BY tag");
+      db.Prepare("SELECT series_id, tag, kind = 'histogram' FROM series WHERE run_id = ? "
+                 "AND kind IN ('scalar', 'histogram') ORDER BY tag");
   if (!series.ok()) return series.status();
   Result<store::Stmt> values = db.Prepare(
       "SELECT CASE value_class WHEN 0 THEN value WHEN 2 THEN 9e999 WHEN 3 THEN -9e999 END "
@@ -331,6 +349,8 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
         if (!*row) break;
         const int64_t series_id = series->Int(0);
         const std::string tag = series->Text(1);
+        // A histogram plays only histogram roles, a scalar only the others.
+        const bool histogram = series->Int(2) != 0;
         RoleAssignment base;
         base.run_id = subj;
         base.run = info[subj].name;
@@ -343,14 +363,17 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
         for (size_t i = 0; i < patterns.size(); ++i) {
           const RolePattern& p = patterns[i];
           if (!p.run_glob.empty() && !GlobMatch(p.run_glob, run.name)) continue;
+          if (p.role != "ignore" && IsHistogramRole(p.role) != histogram) continue;
           if (!GlobMatch(p.tag_glob, tag)) continue;
           named = true;  // a tag takes the first pattern that matches it
           const std::string role = sibling && p.run_glob.empty() ? RoleFromSibling(p.role) : p.role;
           if (role.empty() || role == "ignore") break;
           Candidate c{false, i, order, base};
-          Result<bool> one = single(series_id);
-          if (!one.ok()) return one.status();
-          c.single = *one;
+          if (!histogram) {
+            Result<bool> one = single(series_id);
+            if (!one.ok()) return one.status();
+            c.single = *one;
+          }
           c.a.role = role;
           c.a.direction = RoleDirection(role);
           c.a.why = "'" + p.tag_glob + "'" + (p.run_glob.empty() ? "" : " in runs '" + p.run_glob + "'") +
@@ -359,6 +382,16 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
           break;
         }
         if (named) continue;
+        if (histogram) {
+          for (RoleGuess& g : GuessHistogramRoles(tag)) {
+            Candidate c{true, 0, order, base};
+            c.a.role = g.role;
+            c.a.confidence = g.confidence;
+            c.a.why = "inferred from the name: " + g.why + "; a histogram; confidence " + Percent(g.confidence);
+            offer(std::move(c));
+          }
+          continue;
+        }
         std::vector<RoleGuess> guesses = GuessRoles(tag, sibling);
         if (guesses.empty()) continue;
         std::vector<double> v;
@@ -416,6 +449,12 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       // (Ultralytics) writes each value several times at a step, which is neither several
       // evaluations nor evidence of no noise. Grouped by run first, so that a rule's run_id
       // filter reaches inside.
+      // The live points of histogram roles (ternary_weights), as role_points is for scalars.
+      "CREATE TEMP VIEW IF NOT EXISTS role_histograms AS "
+      "SELECT r.run_id, r.role, r.series_id, CASE r.label WHEN '' THEN r.tag ELSE r.label END AS tag, "
+      "h.step, h.wall_time, h.count, h.min, h.max, h.buckets "
+      "FROM temp.run_roles r JOIN main.histograms h ON h.series_id = r.series_id "
+      "WHERE h.superseded = 0;"
       "CREATE TEMP VIEW IF NOT EXISTS val_evals AS "
       "SELECT run_id, role, series_id, tag, direction, step, max(value) AS value FROM role_points "
       "WHERE role IN ('val_loss', 'val_acc', 'val_metric') AND value_class = 0 "

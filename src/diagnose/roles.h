@@ -31,6 +31,8 @@ struct RolePattern {
 const std::vector<RolePattern>& DefaultRolePatterns();
 // Roles that keep every matching series (per-layer norms).
 bool IsMultiRole(const std::string& role);
+// Roles played by histogram series (ternary_weights); every other role is a scalar's.
+bool IsHistogramRole(const std::string& role);
 // Every role the defaults know, for validating config.
 std::vector<std::string> KnownRoles();
 

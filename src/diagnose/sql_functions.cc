@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -732,6 +733,26 @@ void WriterAliveFn(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_int(ctx, state == WriterState::kAlive ? 1 : 0);
 }
 
+// tw_hist_shares(buckets, min, max [, tol = 0.25]): {count, zero, negative, positive}, the
+// shares of a stored histogram's count at zero (within tol x its largest |value|), below and
+// above it (stats::HistogramShares); NULL for a blob that is not f64 triples or holds nothing.
+void HistSharesFn(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  const void* blob = sqlite3_value_blob(argv[0]);
+  const int bytes = sqlite3_value_bytes(argv[0]);
+  if (!blob || bytes <= 0 || bytes % (3 * sizeof(double)) != 0 || sqlite3_value_type(argv[1]) == SQLITE_NULL ||
+      sqlite3_value_type(argv[2]) == SQLITE_NULL)
+    return sqlite3_result_null(ctx);
+  std::vector<double> triples(static_cast<size_t>(bytes) / sizeof(double));
+  std::memcpy(triples.data(), blob, static_cast<size_t>(bytes));  // the store writes them native-endian
+  const double tol = argc > 3 && sqlite3_value_type(argv[3]) != SQLITE_NULL ? sqlite3_value_double(argv[3]) : 0.25;
+  const stats::HistShares h =
+      stats::HistogramShares(triples, sqlite3_value_double(argv[1]), sqlite3_value_double(argv[2]), tol);
+  if (!h.ok) return sqlite3_result_null(ctx);
+  Json j;
+  j.Num("count", h.count).Num("zero", h.zero).Num("negative", h.negative).Num("positive", h.positive);
+  ResultJson(ctx, j);
+}
+
 struct Def {
   const char* name;
   int nargs;
@@ -775,6 +796,10 @@ Status RegisterSqlFunctions(store::Db& db) {
   if (sqlite3_create_function_v2(db.raw(), "tw_glob", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, GlobFn,
                                  nullptr, nullptr, nullptr) != SQLITE_OK)
     return db.Error("registering tw_glob");
+  for (int nargs : {3, 4})
+    if (sqlite3_create_function_v2(db.raw(), "tw_hist_shares", nargs, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                                   HistSharesFn, nullptr, nullptr, nullptr) != SQLITE_OK)
+      return db.Error("registering tw_hist_shares");
   for (const Def& d : kDefs) {
     const int rc = sqlite3_create_function_v2(db.raw(), d.name, d.nargs, SQLITE_UTF8, nullptr,
                                               nullptr, d.with_step ? StepFn<true> : StepFn<false>,

@@ -20,6 +20,7 @@
 //   tw_sparkline(step, value, width)                     a text sparkline of the curve
 //   tw_writer_alive(path)                                the event file's writer still runs (this host)
 //   tw_glob(pattern, text)                               the role patterns' glob ([[alert]] rules)
+//   tw_hist_shares(buckets, min, max [, tol])            a histogram's mass at zero, below, above
 #pragma once
 
 #include <string>

@@ -677,4 +677,29 @@ EpochFold FoldedEpochContrast(std::span<const double> x, std::span<const double>
   return out;
 }
 
+HistShares HistogramShares(std::span<const double> triples, double lo, double hi, double tol) {
+  HistShares out;
+  if (triples.size() % 3 != 0 || !std::isfinite(lo) || !std::isfinite(hi) || lo > hi) return out;
+  const double band = tol * std::max(std::abs(lo), std::abs(hi));
+  double zero = 0, neg = 0, pos = 0;
+  for (size_t i = 0; i < triples.size(); i += 3) {
+    const double left = triples[i], right = triples[i + 1], n = triples[i + 2];
+    if (!std::isfinite(n) || n < 0) return out;
+    if (n == 0) continue;
+    // A writer's outermost limit may be huge (TensorFlow ends with DBL_MAX): the histogram's
+    // own min and max bound where its values are.
+    const double mid = std::clamp(std::isfinite(left + right) ? (left + right) / 2 : std::isfinite(left) ? left : right, lo, hi);
+    if (std::abs(mid) <= band) zero += n;
+    else if (mid < 0) neg += n;
+    else pos += n;
+  }
+  out.count = zero + neg + pos;
+  if (out.count <= 0) return out;
+  out.ok = true;
+  out.zero = zero / out.count;
+  out.negative = neg / out.count;
+  out.positive = pos / out.count;
+  return out;
+}
+
 }  // namespace tw::diagnose::stats

@@ -169,4 +169,17 @@ struct EpochFold {
 EpochFold FoldedEpochContrast(std::span<const double> x, std::span<const double> y,
                               std::span<const double> boundaries);
 
+// Where a histogram's mass lies against zero: the shares of its count whose bucket (midpoint,
+// held within [lo, hi], the histogram's min and max) lies within `tol` x max(|lo|, |hi|) of zero,
+// below it, and above it. A ternary layer's weights are {-a, 0, +a}: whatever the bucketing
+// (TensorFlow's exponential limits, W&B's 64 even bins), each value's bucket sits at its own
+// third. All zero (lo = hi = 0) is all mass at zero. ok is false with no positive count or
+// buckets that are not (left, right, count) triples of finite numbers.
+struct HistShares {
+  bool ok = false;
+  double count = 0, zero = 0, negative = 0, positive = 0;
+};
+// `triples`: left, right, count, ... (the store's histogram buckets).
+HistShares HistogramShares(std::span<const double> triples, double lo, double hi, double tol);
+
 }  // namespace tw::diagnose::stats

@@ -86,6 +86,8 @@ const std::vector<RuleFamily>& RuleFamilies() {
       {"loss_acc", {"loss_acc_disagree"}},    // issue 18 part 3
       {"mixed_precision", {"loss_scale_collapse", "fp16_overflow_steps"}},  // issue 18 part 3
       {"initial_loss", {"initial_loss_high"}},       // issue 18 part 3
+      {"activations", {"dead_relu", "activation_saturation", "attention_entropy_collapse"}},  // issue 18 part 3
+      {"quantization", {"qat_gap_widening", "ternary_weight_collapse"}},                      // issue 18 part 3
       {"grokking", {"grokking"}},                               // not in the issue's list
       {"weights", {"weight_norm_runaway", "update_ratio_off"}},  // not in the issue's list
   };

@@ -12,6 +12,13 @@
 // hparams plugin's experiment and session start events after the FileVersionEvent, as PyTorch's
 // add_hparams writes them, from a flat JSON object (numbers, strings, booleans). Errors go to stderr
 // with exit status 1.
+//
+// A line may carry a histogram instead of "value": "samples": [x, ...] is written as a legacy
+// HistogramProto over TensorFlow's default bucket limits (what torch's add_histogram writes), and
+// "buckets": [[left, right, count], ...] as a TF2 histogram tensor (tf.summary.histogram, with the
+// plugin metadata on the tag's first value).
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -35,7 +42,23 @@ struct Point {
   int64_t step = 0;
   double wall_time = 0;
   double value = 0;
+  std::vector<double> samples;                 // a legacy histogram's values
+  std::vector<std::array<double, 3>> buckets;  // a TF2 histogram's (left, right, count)
+  bool histogram = false;
 };
+
+// TensorFlow's default histogram bucket limits (torch.utils.tensorboard's default_bins): +-1e-12
+// growing by 1.1 to 1e20, and 0 between.
+std::vector<double> DefaultBucketLimits() {
+  std::vector<double> pos;
+  for (double v = 1e-12; v < 1e20; v *= 1.1) pos.push_back(v);
+  std::vector<double> limits;
+  for (auto it = pos.rbegin(); it != pos.rend(); ++it) limits.push_back(-*it);
+  limits.push_back(0);
+  limits.insert(limits.end(), pos.begin(), pos.end());
+  limits.push_back(std::numeric_limits<double>::max());
+  return limits;
+}
 
 // A value: a number, or "nan", "inf", "-inf" (JSON has no literal for them).
 double ValueOf(const boost::json::value& v) {
@@ -64,7 +87,18 @@ std::vector<Point> ReadPoints(const std::string& path) {
       p.tag = std::string(obj.at("tag").as_string());
       p.step = boost::json::value_to<int64_t>(obj.at("step"));
       p.wall_time = boost::json::value_to<double>(obj.at("wall_time"));
-      p.value = ValueOf(obj.at("value"));
+      if (const boost::json::value* v = obj.if_contains("samples")) {
+        p.histogram = true;
+        for (const auto& x : v->as_array()) p.samples.push_back(ValueOf(x));
+      } else if (const boost::json::value* b = obj.if_contains("buckets")) {
+        p.histogram = true;
+        for (const auto& row : b->as_array()) {
+          const boost::json::array& r = row.as_array();
+          p.buckets.push_back({ValueOf(r.at(0)), ValueOf(r.at(1)), ValueOf(r.at(2))});
+        }
+      } else {
+        p.value = ValueOf(obj.at("value"));
+      }
       points.push_back(p);
     } catch (const std::exception& e) {
       throw std::runtime_error(path + ":" + std::to_string(lineno) + ": " + e.what());
@@ -125,8 +159,21 @@ int main(int argc, char** argv) {
       writer.Add(tw::testing::HParamsStartEvent(t0, ReadHParams(hparams_path), tf2));
     }
     std::set<std::string> seen;
+    const std::vector<double> limits = DefaultBucketLimits();
     for (const Point& p : points) {
-      if (tf2) {
+      if (p.histogram && p.buckets.empty()) {
+        // As torch's make_histogram does, only the limits from just below the smallest sample to
+        // just above the largest are written.
+        const auto [lo, hi] = std::minmax_element(p.samples.begin(), p.samples.end());
+        auto first = p.samples.empty() ? limits.begin() : std::upper_bound(limits.begin(), limits.end(), *lo);
+        auto last = p.samples.empty() ? limits.end() : std::upper_bound(limits.begin(), limits.end(), *hi);
+        if (first != limits.begin()) --first;
+        if (last != limits.end()) ++last;
+        writer.Add(tw::testing::HistogramEvent(p.tag, p.step, p.wall_time, p.samples, {first, last}));
+      } else if (p.histogram) {
+        bool first = seen.insert(p.tag).second;
+        writer.Add(tw::testing::Tf2HistogramEvent(p.tag, p.step, p.wall_time, p.buckets, first));
+      } else if (tf2) {
         bool first = seen.insert(p.tag).second;
         writer.Add(tw::testing::Tf2ScalarEvent(p.tag, p.step, p.wall_time,
                                                static_cast<float>(p.value), first));
