@@ -11,6 +11,7 @@ pkgs=(build-essential cmake ninja-build pkg-config protobuf-compiler libprotobuf
       libbenchmark-dev libssl-dev libcurl4-openssl-dev libtomlplusplus-dev systemd procps
       python3-aiosmtpd  # the SMTP server the email tests talk to (/usr/bin/python3)
       nodejs  # runs the vendored S3 server the object-store tests talk to (third_party/s3rver)
+      postgresql-15 libpq-dev  # the fleet store (src/fleet); its tests start a server of their own
       chromium fonts-dejavu-core)  # the web view's browser tests, screenshots and benchmark
                                    # (headless, over the DevTools protocol: tests/support/browser.h)
 for arg in "$@"; do

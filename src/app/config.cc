@@ -20,6 +20,7 @@
 #include "base/file_io.h"
 #include "base/strings.h"
 #include "diagnose/role_inference.h"
+#include "fleet/fleet.h"
 #include "web/access.h"
 #include "notify/channel_types.h"
 #include "notify/email_channel.h"
@@ -652,6 +653,78 @@ Status LoadWebSection(const std::string& path, const toml::table& t, Config* c) 
   return Status::Ok();
 }
 
+// [fleet] (docs/fleet.md): postgres (a libpq URI or key=value string; sslmode and the rest
+// pass through to libpq), the password beside it (password, password_env, password_credential
+// or password_file: never in a message), host (this host's name in the fleet), interval_seconds
+// and batch_rows.
+Status LoadFleetSection(const std::string& path, const fs::path& base, const toml::table& t, Config* c) {
+  Section f(path, "fleet", t);
+  TW_RETURN_IF_ERROR(f.CheckKeys({"postgres", "password", "password_env", "password_credential", "password_file",
+                                  "host", "interval_seconds", "batch_rows", "shared_roots", "lease_seconds"}));
+  fleet::FleetOptions& o = c->fleet;
+  TW_RETURN_IF_ERROR(f.Get("postgres", "a string (postgresql://USER@HOST:PORT/DB?sslmode=...)", &o.conninfo));
+  bool literal = false;
+  TW_RETURN_IF_ERROR(GetSecret(path, "[fleet]", f, "password", &o.password, &literal));
+  std::string password_file;
+  TW_RETURN_IF_ERROR(f.Get("password_file", "a string (a file holding the password, mode 600)", &password_file));
+  if (!password_file.empty()) {
+    const std::string at = Where(path, f.node("password_file")->source()) + "[fleet] password_file ";
+    if (!o.password.empty())
+      return InvalidArgument(at + "and password/password_env/password_credential: give only one");
+    const std::string file = Resolve(base, password_file);
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0)
+      return InvalidArgument(at + file + ": " + std::strerror(errno));
+    if ((st.st_mode & 077) != 0)
+      return InvalidArgument(at + file + " is readable by group or others; chmod 600 it");
+    std::ifstream in(file);
+    if (!in || !std::getline(in, o.password) || o.password.empty())
+      return InvalidArgument(at + file + ": cannot read a password from its first line");
+    while (!o.password.empty() && (o.password.back() == '\r' || o.password.back() == ' ')) o.password.pop_back();
+  }
+  if (const toml::node* n = f.node("postgres")) {
+    if (Status st = fleet::CheckConninfo(o.conninfo); !st.ok())
+      return InvalidArgument(Where(path, n->source()) + "[fleet] postgres: " + st.message());
+    literal = literal || fleet::ConninfoHasPassword(o.conninfo);
+  } else if (!o.password.empty() || !password_file.empty()) {
+    return InvalidArgument(path + ": [fleet] has a password but no postgres connection string");
+  }
+  TW_RETURN_IF_ERROR(f.Get("host", "a string (this host's name in the fleet)", &o.host));
+  if (const toml::node* n = f.node("host"))
+    if (o.host.empty() || o.host.size() > 255 || o.host.find_first_of("\n\t\r") != std::string::npos)
+      return InvalidArgument(Where(path, n->source()) + "[fleet] host must be a name of 1 to 255 characters on one line");
+  double interval = o.interval_ms / 1000.0;
+  TW_RETURN_IF_ERROR(f.Get("interval_seconds", "a number of seconds", &interval));
+  if (interval < 0.05 || interval > 3600)
+    return InvalidArgument(Where(path, f.node("interval_seconds")->source()) +
+                           "[fleet] interval_seconds must be between 0.05 and 3600");
+  o.interval_ms = static_cast<int64_t>(interval * 1000);
+  TW_RETURN_IF_ERROR(f.Get("batch_rows", "a positive integer", &o.batch_rows));
+  if (o.batch_rows < 1 || o.batch_rows > 10000000)
+    return InvalidArgument(Where(path, f.node("batch_rows")->source()) +
+                           "[fleet] batch_rows must be between 1 and 10000000");
+  // Shared roots are roots too (watched and read while this host holds their lease).
+  std::vector<std::string> shared;
+  TW_RETURN_IF_ERROR(f.GetStrings("shared_roots", &shared));
+  if (!shared.empty() && o.conninfo.empty())
+    return InvalidArgument(Where(path, f.node("shared_roots")->source()) +
+                           "[fleet] shared_roots need postgres: the leases live there");
+  for (const auto& r : shared) {
+    o.shared_roots.push_back(Resolve(base, r));
+    c->roots.push_back(o.shared_roots.back());
+  }
+  TW_RETURN_IF_ERROR(f.Get("lease_seconds", "a number of seconds", &o.lease_seconds));
+  if (o.lease_seconds < 1 || o.lease_seconds > 3600)
+    return InvalidArgument(Where(path, f.node("lease_seconds")->source()) +
+                           "[fleet] lease_seconds must be between 1 and 3600");
+  // A password written in the file (or in its connection string) is only as safe as the file.
+  struct stat st {};
+  if (literal && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    return InvalidArgument(path + ": holds the [fleet] password but is readable by group or others; chmod 600 it, "
+                           "or use password_env, password_file or password_credential");
+  return Status::Ok();
+}
+
 // [notify]: max_age_hours. [[notify.channel]]: one table per channel (docs/notifications.md).
 Status LoadNotifySection(const std::string& path, const fs::path& base, const toml::table& root, Config* c) {
   const toml::node* n = root.get("notify");
@@ -818,7 +891,8 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   };
   Section top(path, "top level", root);
   TW_RETURN_IF_ERROR(
-      top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web", "alert", "lifecycle", "s3"}));
+      top.CheckKeys({"store", "watch", "ingest", "log", "rules", "roles", "notify", "console", "web", "alert", "lifecycle",
+                     "s3", "fleet"}));
 
   Result<const toml::table*> store = table("store");
   if (!store.ok()) return store.status();
@@ -877,6 +951,9 @@ Result<Config> ParseConfig(std::string_view text, const std::string& path) {
   Result<const toml::table*> webt = table("web");
   if (!webt.ok()) return webt.status();
   TW_RETURN_IF_ERROR(LoadWebSection(path, **webt, &c));
+  Result<const toml::table*> fleett = table("fleet");
+  if (!fleett.ok()) return fleett.status();
+  TW_RETURN_IF_ERROR(LoadFleetSection(path, base, **fleett, &c));
   return c;
 }
 

@@ -15,6 +15,7 @@
 #include "decode/console_profiles.h"
 #include "diagnose/engine.h"
 #include "diagnose/lifecycle.h"
+#include "fleet/options.h"
 #include "notify/channel.h"
 #include "objstore/s3_client.h"
 
@@ -77,6 +78,8 @@ struct Config {
   // Where people reach the view ("https://tw.example.org"; "": unknown): every channel without
   // a `link` of its own links each finding to BASE/findings/ID, its run's page.
   std::string web_base_url;
+  // The fleet store ([fleet], docs/fleet.md): where this host ships its store ("": nowhere).
+  fleet::FleetOptions fleet;
 
   bool operator==(const Config&) const = default;
 };

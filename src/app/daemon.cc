@@ -22,6 +22,7 @@
 #include "app/sd_notify.h"
 #include "app/work_queue.h"
 #include "base/log.h"
+#include "fleet/fleet.h"
 #include "store/store.h"
 #include "web/access.h"
 #include "web/server.h"
@@ -63,9 +64,19 @@ Result<Config> BuildConfig(const DaemonArgs& args) {
     TW_RETURN_IF_ERROR(web::CheckListen(address, c.web_token));
     c.web_listen = *args.web_listen;
   }
+  if (args.postgres) {
+    if (Status st = fleet::CheckConninfo(*args.postgres); !st.ok()) return InvalidArgument("--postgres: " + st.message());
+    c.fleet.conninfo = *args.postgres;
+  }
   std::sort(c.roots.begin(), c.roots.end());
   c.roots.erase(std::unique(c.roots.begin(), c.roots.end()), c.roots.end());
   TW_RETURN_IF_ERROR(Validate(&c));
+  if (!c.fleet.conninfo.empty() && c.fleet.host.empty()) c.fleet.host = fleet::LocalHostName();
+  for (auto& r : c.fleet.shared_roots) {  // as Validate made the roots: canonical
+    std::error_code ec;
+    r = fs::canonical(r, ec).native();
+  }
+  c.fleet.roots = c.roots;
   return c;
 }
 
@@ -109,7 +120,10 @@ class Daemon {
                  [this](const std::string& k, const std::string& v) { worker_.SetState(k, v); }) {
     worker_.SetObjectRoots(&objects_);
     diagnoser_.SetOnQueued([this] { notifier_thread_.Wake(); });
-    worker_.SetOnCommitted([this](int64_t run, bool live) { diagnoser_.RunsCommitted(run, live); });
+    worker_.SetOnCommitted([this](int64_t run, bool live) {
+      diagnoser_.RunsCommitted(run, live);
+      if (shipper_) shipper_->Wake();
+    });
     worker_.SetOnLiveNonFinite([this](int64_t run) { diagnoser_.PreemptHistory(run); });
     diagnoser_.SetIngestIdle([this] { return queue_.Drained(); });
     diagnoser_.SetOnAlertsUnmatched([this](const std::string& lines) { worker_.SetState("alerts_unmatched", lines); });
@@ -150,6 +164,7 @@ class Daemon {
     notifier_thread_.Start();
     objects_.Start();
     StartWeb();
+    StartFleet();
 
     if (cfg_.inotify) StartInotify();
     Rescan();  // the initial scan: every known file resumes from its committed offset
@@ -164,6 +179,8 @@ class Daemon {
     // finishes first; one still queued is sent after the restart.)
     web_.Stop();
     objects_.Stop();
+    if (leases_) leases_->Stop();
+    if (shipper_) shipper_->Stop();
     diagnoser_.Stop();
     notifier_thread_.Stop();
     worker_.RequestStop();
@@ -197,6 +214,41 @@ class Daemon {
               (cfg_.web_token.empty() ? "" : " (token required)"));
   }
 
+  // The fleet shipper ([fleet] postgres or --postgres, docs/fleet.md). PostgreSQL out of reach
+  // is no reason not to start: the backlog waits in the store. Not reloaded.
+  void StartFleet() {
+    if (cfg_.fleet.conninfo.empty()) return;
+    shipper_ = std::make_unique<fleet::Shipper>(cfg_.db_path, cfg_.fleet);
+    shipper_->Start();
+    if (cfg_.fleet.shared_roots.empty()) return;
+    leases_ = std::make_unique<fleet::LeaseKeeper>(cfg_.db_path, cfg_.fleet);
+    leases_->Start([this] { boost::asio::post(io_, [this] { ApplyLeases(); }); });
+  }
+
+  // A path under a shared root whose lease another host holds: not read here (docs/fleet.md).
+  bool Skipped(const std::string& path) const {
+    for (const auto& r : cfg_.fleet.shared_roots)
+      if ((path == r || path.starts_with(r + "/")) && !held_.count(r)) return true;
+    return false;
+  }
+
+  // The leases changed: a root taken is read from where this host's store left it (its files
+  // forgotten by the last snapshot, so the next rescan posts them); a root let go is no longer
+  // posted. `status` says which.
+  void ApplyLeases() {
+    const std::vector<std::string> owned = leases_->Owned();
+    const std::set<std::string> now(owned.begin(), owned.end());
+    for (const auto& r : now)
+      if (!held_.count(r)) {
+        std::erase_if(snapshot_.files, [&](const auto& f) { return f.first.starts_with(r + "/"); });
+        std::erase_if(snapshot_.dirs, [&](const auto& d) { return d == r || d.starts_with(r + "/"); });
+      }
+    held_ = now;
+    worker_.SetState("shared_roots", leases_->Describe());
+    rescan_timer_.cancel();
+    Rescan();
+  }
+
   static ingest::IngestOptions IngestOptions(const Config& c) {
     ingest::IngestOptions o;
     o.batch_points = c.batch_points;
@@ -219,7 +271,10 @@ class Daemon {
 
   void StartInotify() {
     watcher_ = std::make_unique<watch::InotifyWatcher>(
-        io_, [this](const std::string& path) { queue_.Post(path, Lane::kLive); },  // written now
+        io_,
+        [this](const std::string& path) {  // written now; not a shared root another host holds
+          if (!Skipped(path)) queue_.Post(path, Lane::kLive);
+        },
         [this] { rescan_soon_ = true; RescanSoon(); });
     if (Status st = watcher_->Start(); !st.ok()) {
       log::Warning("inotify unavailable (" + st.message() + "); relying on rescans");
@@ -249,6 +304,7 @@ class Daemon {
                      " in name order are read: make it narrower");
     console_over_ = {over.begin(), over.end()};
     std::vector<std::string> changed = watch::Diff(snapshot_, now);
+    std::erase_if(changed, [this](const std::string& p) { return Skipped(p); });
     const int64_t now_ns = static_cast<int64_t>(UnixNow() * 1e9);
     std::vector<std::string> history;
     for (const auto& p : changed) {  // live first: the writer takes the first one at once
@@ -427,6 +483,10 @@ class Daemon {
     if (Status st = notifier_thread_.Configure(*next); !st.ok()) {
       log::Error("reload rejected (notifications), keeping the previous channels: " + st.message());
     }
+    fleet::FleetOptions next_fleet = next->fleet;
+    next_fleet.roots = cfg_.fleet.roots;  // the roots may change on reload; the rest of [fleet] not
+    if (next_fleet != cfg_.fleet)
+      log::Warning("reload: [fleet] changed; that takes a restart (still shipping as before)");
     if (next->db_path != cfg_.db_path)
       log::Warning("reload: the store path changed to " + next->db_path +
                    "; that takes a restart (still writing " + cfg_.db_path + ")");
@@ -434,6 +494,7 @@ class Daemon {
     const std::set<std::string> after(next->roots.begin(), next->roots.end());
     Config applied = std::move(*next);
     applied.db_path = cfg_.db_path;
+    applied.fleet = cfg_.fleet;  // as running (the shipper and the leases keep theirs)
     const bool inotify_was = cfg_.inotify;
     const bool console_changed = cfg_.console != applied.console;
     cfg_ = std::move(applied);
@@ -475,6 +536,9 @@ class Daemon {
   NotifyWorker notifier_thread_;  // its own thread: the outbox's deliveries
   web::WebServer web_;            // its own threads: the read-only web view
   ObjectRoots objects_;           // its own thread: s3:// roots' listings
+  std::unique_ptr<fleet::Shipper> shipper_;  // its own thread: the store shipped to PostgreSQL
+  std::unique_ptr<fleet::LeaseKeeper> leases_;  // its own thread: shared roots' leases
+  std::set<std::string> held_;  // the shared roots this host holds (I/O thread's copy)
   std::thread writer_;
   std::unique_ptr<watch::InotifyWatcher> watcher_;
   watch::Snapshot snapshot_;
@@ -509,6 +573,9 @@ int RunDaemon(const DaemonArgs& args) {
     log::Warning("--slack-webhook/--webhook: the URL (a secret) is in this process's argv, which every local "
                  "user can read; use --slack-webhook-file/--webhook-file or $TRAINWATCH_SLACK_WEBHOOK/"
                  "$TRAINWATCH_WEBHOOK");
+  if (args.postgres && fleet::ConninfoHasPassword(*args.postgres))
+    log::Warning("--postgres: the connection string holds a password, which argv shows to every local user; "
+                 "use [fleet] password_file or password_env, or $PGPASSWORD");
   // Before the store is touched: a second daemon must not even migrate it.
   Result<std::unique_ptr<InstanceLock>> lock = InstanceLock::Acquire(cfg->db_path);
   if (!lock.ok()) {

@@ -8,6 +8,8 @@
 //   - the diagnosis thread (DiagnoseWorker) reads on its own connection and writes only the
 //     findings tables.
 //   - the delivery thread (NotifyWorker) sends the outbox on its own connection.
+//   - with [fleet], the shipper thread (fleet::Shipper) copies what the store committed to
+//     PostgreSQL on connections of its own.
 //   They share only the WorkQueue (paths), IngestWorker's thread-safe setters/counters, and the
 //   InstanceLock (the store's lock file), whose SetCondition the delivery thread calls.
 #pragma once
@@ -31,6 +33,7 @@ struct DaemonArgs {
   std::vector<std::string> webhooks;        // --webhook URL: a generic JSON webhook each
   std::vector<std::string> slack_webhook_files, webhook_files;  // the same, the URL in a file
   std::optional<std::string> web_listen;  // --web ADDRESS:PORT, overrides [web] listen
+  std::optional<std::string> postgres;    // --postgres CONNINFO, overrides [fleet] postgres
 };
 
 // The effective configuration: the file (if any), then the flags on top; validated.

@@ -27,6 +27,7 @@ commands:
   notify   `notify test`: send a sample finding to each channel, print the answers
   silence  add, list or expire silences (no notifications for matching findings)
   web      serve a read-only JSON view of a store over HTTP (docs/web.md)
+  fleet    `fleet status`: the hosts shipping to one PostgreSQL, their lag and roots (docs/fleet.md)
   help     this text
 
 `trainwatch COMMAND --help` explains each command.
@@ -55,6 +56,7 @@ int Main(int argc, char** argv) {
     if (cmd == "silence") return CmdSilence(rest);
     if (cmd == "profiles") return CmdProfiles(rest);
     if (cmd == "web") return CmdWeb(rest);
+    if (cmd == "fleet") return CmdFleet(rest);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       std::cout << kHelp;
       return 0;

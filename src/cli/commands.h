@@ -25,6 +25,7 @@ int CmdNotify(const Args& args);
 int CmdSilence(const Args& args);
 int CmdProfiles(const Args& args);
 int CmdWeb(const Args& args);
+int CmdFleet(const Args& args);
 
 // Prints "trainwatch: <why>" for a store that could not be opened or read, and returns the exit
 // code for it (docs/errors.md): 65 corrupt, 73 unreadable where it is (read-only media that

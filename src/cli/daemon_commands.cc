@@ -47,6 +47,9 @@ options:
   --webhook-file F        the same, the URL read from file F (mode 600; re-read on SIGHUP)
   --web ADDRESS:PORT      serve the read-only web view (docs/web.md) there, e.g. 127.0.0.1:8421;
                           beyond loopback only with [web] token in the config
+  --postgres CONNINFO     ship the store to this PostgreSQL (docs/fleet.md; overrides [fleet]
+                          postgres): postgresql://USER@HOST:PORT/DB?sslmode=verify-full. The
+                          password goes in [fleet] password_file/password_env or $PGPASSWORD
   --verbose               debug logging
   --help                  this text
 
@@ -143,7 +146,7 @@ std::string Ago(const std::string& unix_seconds) {
 
 int CmdDaemon(const Args& args) {
   Flags f(args, {"config", "logdir", "db", "rescan-interval", "slack-webhook", "webhook",
-                 "slack-webhook-file", "webhook-file", "web"},
+                 "slack-webhook-file", "webhook-file", "web", "postgres"},
           {"no-inotify", "verbose", "help"});
   if (f.Has("help")) return Usage(kDaemonHelp);
   if (!f.error().empty()) return Usage(kDaemonHelp, f.error());
@@ -167,6 +170,7 @@ int CmdDaemon(const Args& args) {
   a.slack_webhook_files = f.GetAll("slack-webhook-file");
   a.webhook_files = f.GetAll("webhook-file");
   if (auto w = f.Get("web")) a.web_listen = *w;
+  if (auto p = f.Get("postgres")) a.postgres = *p;
   return app::RunDaemon(a);
 }
 
@@ -217,7 +221,12 @@ int CmdStatus(const Args& args) {
     std::string alert;
     for (bool first = true; std::getline(unmatched, alert); first = false)
       std::cout << (first ? "" : ",") << JsonQuote(alert);
-    std::cout << "],\"inotify\":" << JsonQuote(state("inotify"))
+    std::cout << "],\"shared_roots\":[";
+    std::istringstream shared(state("shared_roots"));
+    std::string line;
+    for (bool first = true; std::getline(shared, line); first = false)
+      std::cout << (first ? "" : ",") << JsonQuote(line);
+    std::cout << "],\"fleet\":" << JsonQuote(state("fleet")) << ",\"inotify\":" << JsonQuote(state("inotify"))
               << ",\"last_rescan\":" << (state("last_rescan").empty() ? "null" : state("last_rescan"))
               << ",\"runs\":" << r->runs << ",\"series\":" << r->series
               << ",\"scalar_points\":" << r->points << ",\"sources\":{";
@@ -286,6 +295,9 @@ int CmdStatus(const Args& args) {
   for (std::string alert; std::getline(unmatched, alert);)
     std::cout << "alert:       " << alert << " (for a day or more: a typo in its tag or role?)\n";
   if (!state("inotify").empty()) std::cout << "inotify:     " << state("inotify") << "\n";
+  if (!state("fleet").empty()) std::cout << "fleet:       " << state("fleet") << "\n";
+  std::istringstream shared(state("shared_roots"));
+  for (std::string line; std::getline(shared, line);) std::cout << "shared root: " << line << "\n";
   std::cout << "last rescan: " << Ago(state("last_rescan")) << "\n";
   std::cout << "runs:        " << r->runs << " (" << r->series << " series, "
             << HumanCount(r->points) << " scalar points)\n";

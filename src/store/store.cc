@@ -465,6 +465,19 @@ Result<int64_t> Store::MarkSuperseded(int64_t run_id, int64_t from_step, double 
     TW_RETURN_IF_ERROR(s->Bind(1, run_id).Bind(2, from_step).Bind(3, before_wall).Run());
     marked += db_->Changes();
   }
+  if (marked == 0) return marked;
+  // Logged for the fleet shipper (sql/016_fleet_shipping.sql): points it shipped before are
+  // marked superseded in PostgreSQL too.
+  std::string ids;
+  if (series_ids)
+    for (int64_t id : *series_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  Result<Stmt> log = db_->Prepare(
+      "INSERT INTO supersede_log(run_id, from_step, before_wall, series_ids) VALUES (?1, ?2, ?3, ?4)");
+  if (!log.ok()) return log.status();
+  log->Bind(1, run_id).Bind(2, from_step).Bind(3, before_wall);
+  if (series_ids) log->Bind(4, ids);
+  else log->BindNull(4);
+  TW_RETURN_IF_ERROR(log->Run());
   return marked;
 }
 
@@ -475,7 +488,11 @@ Status Store::MarkSourceSuperseded(int64_t source_id) {
     if (!s.ok()) return s.status();
     TW_RETURN_IF_ERROR(s->Bind(1, source_id).Run());
   }
-  return Status::Ok();
+  // Logged for the fleet shipper, as MarkSuperseded is.
+  Result<Stmt> log = db_->Prepare(
+      "INSERT INTO supersede_log(run_id, source_id) SELECT run_id, source_id FROM sources WHERE source_id = ?1");
+  if (!log.ok()) return log.status();
+  return log->Bind(1, source_id).Run();
 }
 
 Status Store::AddRunCounters(int64_t run_id, const RunCounters& c) {
