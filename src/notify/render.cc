@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/json.h"
+#include "base/strings.h"
 
 namespace tw::notify {
 
@@ -20,21 +21,6 @@ constexpr size_t kMaxFields = 10;
 constexpr size_t kFallbackMax = 3000;
 constexpr size_t kGroupItemsMax = 40;      // sections for a group's items: 40 + 4 others < 50 blocks
 constexpr size_t kGroupMessageMax = 600;   // bytes of each item's message in a group
-
-std::string UrlEncode(std::string_view s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 // Slack mrkdwn needs &, < and > escaped; everything else is literal.
 std::string Mrkdwn(std::string_view s) {
@@ -117,7 +103,7 @@ std::string ExpandLinkTemplate(std::string_view tmpl, const Notification& n) {
   for (size_t i = 0; i < tmpl.size();) {
     auto try_key = [&](std::string_view key, const std::string& value) {
       if (tmpl.substr(i, key.size()) != key) return false;
-      out += UrlEncode(value);
+      out += PercentEncode(value);
       i += key.size();
       return true;
     };

@@ -1,5 +1,7 @@
 #include "objstore/sigv4.h"
 
+#include "base/strings.h"
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
@@ -68,20 +70,7 @@ std::string SignedHeaderNames(const std::vector<std::pair<std::string, std::stri
 
 }  // namespace
 
-std::string UriEncode(std::string_view s, bool keep_slash) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string UriEncode(std::string_view s, bool keep_slash) { return PercentEncode(s, keep_slash); }
 
 std::string CanonicalQuery(std::vector<std::pair<std::string, std::string>> query) {
   for (auto& [k, v] : query) {
