@@ -304,6 +304,17 @@ TEST_F(RealChecksTest, StepsSkippedForOverflowInEachFormTheyAreLogged) {
   }
 }
 
+// Held out (tests/data/heldout/healthy_warmup_multistep_seed9000: make_cpu_runs.py
+// --seed-offset 9000): a task learned almost perfectly, training loss ~0.000005 and validation
+// 0.0015 at the end. Their ratio (291x) is no gap: both are near 0 against the untrained 2.34.
+// val_worse_from_start warned before it asked for a gap of 5 % of the untrained loss.
+TEST_F(RealChecksTest, HeldOutBothLossesNearZeroAreNoEvaluationBug) {
+  CopyRun(HeldOut() + "/healthy_warmup_multistep_seed9000", "healthy_warmup_multistep_seed9000");
+  const Evaluation ev = Evaluate();
+  EXPECT_GT(RoleCount("healthy_warmup_multistep_seed9000", "val_loss"), 0u);
+  for (const auto& o : Of(ev, "val_worse_from_start", "healthy_warmup_multistep_seed9000")) ADD_FAILURE() << o.message;
+}
+
 // W&B system metrics of public runs: the GAN notebook's GPU 0 is busy about half the time
 // (44 readings, mean 47 %); 1BIMU's SFT run leaves two of its eight GPUs at 0 and runs others
 // at 14-51 %; the bag-of-tricks transformers keep four GPUs at 98-99 %. Low utilization is

@@ -22,6 +22,10 @@
 -- param first_ratio = 1.5: and at least this at the first evaluation and at every other one
 --   (validation never came close to training: overfitting starts from a gap near 1)
 -- param min_evals = 2: evaluations that can be compared with a training loss, at least
+-- param min_gap = 0.05: and validation minus training, at the median evaluation and at the
+--   latest, at least this share of the untrained loss (the first training point): a task
+--   learned almost perfectly has both near 0, where a ratio means nothing (validation 0.0015
+--   against training 0.000005 is 291x, and a model that generalizes)
 --
 -- The training loss "at" an evaluation is the median of the later half of its points since the
 -- evaluation before (an epoch's worth, in a run that evaluates once an epoch), at or before the
@@ -78,7 +82,7 @@ WITH train AS MATERIALIZED (
   FROM paired WHERE val > 0 AND trn > 0
 ), summary AS MATERIALIZED (
   SELECT series_id, tag, n, min(step) AS first_step, max(step) AS last_step,
-         tw_median(r) AS median_ratio, min(r) AS min_ratio,
+         tw_median(r) AS median_ratio, min(r) AS min_ratio, tw_median(val - trn) AS median_gap,
          max(CASE WHEN i = 1 THEN r END) AS first_ratio, max(CASE WHEN k = 1 THEN r END) AS last_ratio,
          max(CASE WHEN i = 1 THEN val END) AS first_val, max(CASE WHEN i = 1 THEN trn END) AS first_trn,
          max(CASE WHEN k = 1 THEN val END) AS last_val, max(CASE WHEN k = 1 THEN trn END) AS last_trn
@@ -108,3 +112,4 @@ SELECT series_id, first_step AS onset_step, first_step, last_step,
 FROM summary, start
 WHERE n >= :min_evals
   AND first_ratio >= :first_ratio AND min_ratio >= :first_ratio AND median_ratio >= :ratio AND last_ratio >= :ratio
+  AND median_gap >= :min_gap * untrained AND last_val - last_trn >= :min_gap * untrained
