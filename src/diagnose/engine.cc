@@ -180,9 +180,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const std::string& db_path, EngineO
       "  AND value_class = 0), ";
   const std::string fit =
       "span AS MATERIALIZED (SELECT min(step) AS lo, max(step) AS hi, count(*) AS n FROM loss), "
-      "planned AS MATERIALIZED (SELECT max(value) AS steps FROM run_hparams WHERE run_id = ?1 "
-      "  AND value_type = 'number' AND lower(key) IN ('max_steps', 'total_steps', "
-      "  'num_training_steps', 'train_steps', 'max_iters', 'total_iters')), "
+      "planned AS MATERIALIZED (SELECT max(steps) AS steps FROM run_planned_steps WHERE run_id = ?1), "
       "fit AS MATERIALIZED (SELECT (SELECT tw_powerlaw(step, value, COALESCE(planned.steps, 2 * span.hi)) "
       "  FROM loss WHERE step >= span.lo + 0.1 * (span.hi - span.lo)) AS j, span.n, planned.steps "
       "  FROM span, planned) "

@@ -3,15 +3,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "diagnose/roles.h"
+
 namespace tw::diagnose {
 
 namespace {
 
-// Hyperparameter and W&B config keys that plan a run's length (run_planned_steps has the
-// step keys of hparams; W&B keeps its config apart, in run_config).
-constexpr const char* kStepKeys =
-    "('max_steps', 'total_steps', 'num_training_steps', 'train_steps', 'train_iters', 'max_iter', "
-    "'max_iters', 'total_iters', 'num_steps')";
+// Hyperparameter and W&B config keys that plan a run's length in epochs (its step keys are kPlannedStepKeys,
+// roles.h; W&B keeps its config apart from hparams, in run_config).
 constexpr const char* kEpochKeys = "('num_train_epochs', 'epochs', 'max_epochs', 'num_epochs', 'n_epochs')";
 
 // One row of `sql` with ?1 bound to `run_id`: calls `row` if there is one.
@@ -103,7 +102,7 @@ Result<std::optional<RunFacts>> ReadRunFacts(store::Db& db, int64_t run_id, cons
   TW_RETURN_IF_ERROR(OneRow(
       db,
       "SELECT max(COALESCE((SELECT steps FROM run_planned_steps WHERE run_id = ?1), 0), "
-      "           COALESCE((" + config_max + kStepKeys + "), 0)), "
+      "           COALESCE((" + config_max + kPlannedStepKeys + "), 0)), "
       "       max(COALESCE((SELECT max(h.value_num) FROM run_family f JOIN main.hparams h ON h.run_id = f.member "
       "                     WHERE f.run_id = ?1 AND h.value_type = 'number' AND h.value_num > 0 "
       "                     AND lower(h.key) IN " + kEpochKeys + "), 0), "

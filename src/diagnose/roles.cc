@@ -472,9 +472,8 @@ Status WriteRoleTable(store::Db& db, const RoleMap& map) {
       // The number of steps a run's hyperparameters plan (HF max_steps, Megatron train_iters, ...).
       "CREATE TEMP VIEW IF NOT EXISTS run_planned_steps AS "
       "SELECT f.run_id, max(h.value_num) AS steps FROM run_family f JOIN main.hparams h ON h.run_id = f.member "
-      "WHERE h.value_type = 'number' AND h.value_num > 0 AND lower(h.key) IN ('max_steps', 'total_steps', "
-      "'num_training_steps', 'train_steps', 'train_iters', 'max_iter', 'max_iters', 'total_iters', 'num_steps') "
-      "GROUP BY f.run_id;"
+      "WHERE h.value_type = 'number' AND h.value_num > 0 AND lower(h.key) IN " + std::string(kPlannedStepKeys) +
+      " GROUP BY f.run_id;"
       // The class counts (or vocabulary sizes) a run's hyperparameters name: K for a
       // classifier's chance level ln K. Integers of 2 or more under the usual keys, bare or as
       // the last part of a nested W&B/HF config key.

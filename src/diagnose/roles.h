@@ -78,6 +78,12 @@ Result<RoleMap> AssignRoles(store::Db& db, const std::vector<RolePattern>& patte
 // validation roles, one per step; run_family(run_id, member), the runs whose hyperparameters
 // are a run's; run_planned_steps(run_id, steps), the steps those plan; and
 // run_classes(run_id, k, key), the class counts or vocabulary sizes they name.
+// The hyperparameter (and W&B config) keys that plan a run's length in steps, as an SQL list:
+// run_planned_steps reads them from hparams, the lifecycle facts from the W&B config too.
+inline constexpr const char* kPlannedStepKeys =
+    "('max_steps', 'total_steps', 'num_training_steps', 'train_steps', 'train_iters', 'max_iter', "
+    "'max_iters', 'total_iters', 'num_steps')";
+
 Status WriteRoleTable(store::Db& db, const RoleMap& map);
 
 // The temp views of per-run facts that WriteRoleTable creates and a rule may require a row of
